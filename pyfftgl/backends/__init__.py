@@ -1,0 +1,65 @@
+"""Backend selection: one Device per API per process, opened on first use."""
+from __future__ import annotations
+
+import threading
+
+from .base import BackendUnavailable, Device
+
+BACKENDS = ("vulkan", "gl")
+_devices: dict[str, Device] = {}
+_errors: dict[str, BackendUnavailable] = {}
+_lock = threading.Lock()
+_default: str | None = None
+
+
+def _open(name: str) -> Device:
+    if name == "vulkan":
+        from .vulkan import VulkanDevice
+        return VulkanDevice()
+    from .gl import GLDevice
+    return GLDevice()
+
+
+def get_device(backend: str | Device | None = None) -> Device:
+    """The Device for `backend`: 'vulkan', 'gl', 'auto' (Vulkan, then GL), None (the default,
+    see set_backend), or a Device instance (returned as is).
+
+    An unavailable backend raises BackendUnavailable saying why and how to fix it; the failure is
+    remembered so that later calls fail fast.
+    """
+    if isinstance(backend, Device):
+        return backend
+    if backend is None:
+        backend = _default or "auto"
+    if not isinstance(backend, str) or backend not in BACKENDS + ("auto",):
+        raise ValueError(f"backend must be one of {BACKENDS + ('auto',)} or a Device, got {backend!r}")
+    with _lock:
+        names = BACKENDS if backend == "auto" else (backend,)
+        reasons = []
+        for name in names:
+            if name in _devices:
+                return _devices[name]
+            if name not in _errors:
+                try:
+                    _devices[name] = _open(name)
+                    return _devices[name]
+                except BackendUnavailable as e:
+                    _errors[name] = e
+            reasons.append(f"{name}: {_errors[name]}")
+        raise BackendUnavailable("no usable pyfftgl backend. " + "; ".join(reasons))
+
+
+def set_backend(backend: str | None) -> None:
+    """Set the backend used when a call passes backend=None ('vulkan', 'gl', 'auto' or None)."""
+    global _default
+    if backend is not None and backend not in BACKENDS + ("auto",):
+        raise ValueError(f"backend must be one of {BACKENDS + ('auto',)}, got {backend!r}")
+    _default = backend
+
+
+def probe(name: str) -> tuple[Device | None, str | None]:
+    """(device, None) if backend `name` works here, else (None, why)."""
+    try:
+        return get_device(name), None
+    except BackendUnavailable as e:
+        return None, str(e)

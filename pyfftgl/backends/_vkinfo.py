@@ -1,0 +1,219 @@
+"""Read Vulkan physical-device properties (limits included) through plain ctypes.
+
+The Kompute ``kp`` binding does not expose VkPhysicalDeviceLimits (shared-memory
+size, work-group limits, timestampPeriod, ...), so this module talks to the
+Vulkan loader directly. No third-party packages.
+"""
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_float, c_int32
+from ctypes import c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
+
+__all__ = ["physical_devices"]
+
+_TYPES = {"u32": c_uint32, "i32": c_int32, "f32": c_float, "u64": c_uint64,
+          "size": c_size_t, "b32": c_uint32}  # u64 = VkDeviceSize, b32 = VkBool32
+
+# Field lists copied (by a one-off script) from vulkan_core.h, in spec order.
+# Any slip here silently shifts every later field, so the order and types are
+# load-bearing; VkSampleCountFlags is listed as u32.
+_LIMITS = """
+    u32  maxImageDimension1D maxImageDimension2D maxImageDimension3D
+    u32  maxImageDimensionCube maxImageArrayLayers maxTexelBufferElements
+    u32  maxUniformBufferRange maxStorageBufferRange maxPushConstantsSize
+    u32  maxMemoryAllocationCount maxSamplerAllocationCount
+    u64  bufferImageGranularity sparseAddressSpaceSize
+    u32  maxBoundDescriptorSets maxPerStageDescriptorSamplers
+    u32  maxPerStageDescriptorUniformBuffers
+    u32  maxPerStageDescriptorStorageBuffers maxPerStageDescriptorSampledImages
+    u32  maxPerStageDescriptorStorageImages
+    u32  maxPerStageDescriptorInputAttachments maxPerStageResources
+    u32  maxDescriptorSetSamplers maxDescriptorSetUniformBuffers
+    u32  maxDescriptorSetUniformBuffersDynamic maxDescriptorSetStorageBuffers
+    u32  maxDescriptorSetStorageBuffersDynamic maxDescriptorSetSampledImages
+    u32  maxDescriptorSetStorageImages maxDescriptorSetInputAttachments
+    u32  maxVertexInputAttributes maxVertexInputBindings
+    u32  maxVertexInputAttributeOffset maxVertexInputBindingStride
+    u32  maxVertexOutputComponents maxTessellationGenerationLevel
+    u32  maxTessellationPatchSize
+    u32  maxTessellationControlPerVertexInputComponents
+    u32  maxTessellationControlPerVertexOutputComponents
+    u32  maxTessellationControlPerPatchOutputComponents
+    u32  maxTessellationControlTotalOutputComponents
+    u32  maxTessellationEvaluationInputComponents
+    u32  maxTessellationEvaluationOutputComponents maxGeometryShaderInvocations
+    u32  maxGeometryInputComponents maxGeometryOutputComponents
+    u32  maxGeometryOutputVertices maxGeometryTotalOutputComponents
+    u32  maxFragmentInputComponents maxFragmentOutputAttachments
+    u32  maxFragmentDualSrcAttachments maxFragmentCombinedOutputResources
+    u32  maxComputeSharedMemorySize maxComputeWorkGroupCount[3]
+    u32  maxComputeWorkGroupInvocations maxComputeWorkGroupSize[3]
+    u32  subPixelPrecisionBits subTexelPrecisionBits mipmapPrecisionBits
+    u32  maxDrawIndexedIndexValue maxDrawIndirectCount
+    f32  maxSamplerLodBias maxSamplerAnisotropy
+    u32  maxViewports maxViewportDimensions[2]
+    f32  viewportBoundsRange[2]
+    u32  viewportSubPixelBits
+    size minMemoryMapAlignment
+    u64  minTexelBufferOffsetAlignment minUniformBufferOffsetAlignment
+    u64  minStorageBufferOffsetAlignment
+    i32  minTexelOffset
+    u32  maxTexelOffset
+    i32  minTexelGatherOffset
+    u32  maxTexelGatherOffset
+    f32  minInterpolationOffset maxInterpolationOffset
+    u32  subPixelInterpolationOffsetBits maxFramebufferWidth
+    u32  maxFramebufferHeight maxFramebufferLayers framebufferColorSampleCounts
+    u32  framebufferDepthSampleCounts framebufferStencilSampleCounts
+    u32  framebufferNoAttachmentsSampleCounts maxColorAttachments
+    u32  sampledImageColorSampleCounts sampledImageIntegerSampleCounts
+    u32  sampledImageDepthSampleCounts sampledImageStencilSampleCounts
+    u32  storageImageSampleCounts maxSampleMaskWords
+    b32  timestampComputeAndGraphics
+    f32  timestampPeriod
+    u32  maxClipDistances maxCullDistances maxCombinedClipAndCullDistances
+    u32  discreteQueuePriorities
+    f32  pointSizeRange[2] lineWidthRange[2] pointSizeGranularity
+    f32  lineWidthGranularity
+    b32  strictLines standardSampleLocations
+    u64  optimalBufferCopyOffsetAlignment optimalBufferCopyRowPitchAlignment
+    u64  nonCoherentAtomSize
+"""
+_SPARSE = """
+    b32  residencyStandard2DBlockShape residencyStandard2DMultisampleBlockShape
+    b32  residencyStandard3DBlockShape residencyAlignedMipSize
+    b32  residencyNonResidentStrict
+"""
+
+
+def _fields(spec: str) -> list:
+    out = []
+    for line in spec.split("\n"):
+        if not line.strip():
+            continue
+        ctype, *names = line.split()
+        for name in names:
+            base, _, n = name.partition("[")
+            t = _TYPES[ctype]
+            out.append((base, t * int(n[:-1]) if n else t))
+    return out
+
+
+class VkPhysicalDeviceLimits(Structure):
+    _fields_ = _fields(_LIMITS)
+
+
+class VkPhysicalDeviceSparseProperties(Structure):
+    _fields_ = _fields(_SPARSE)
+
+
+class VkPhysicalDeviceProperties(Structure):
+    _fields_ = [("apiVersion", c_uint32), ("driverVersion", c_uint32),
+                ("vendorID", c_uint32), ("deviceID", c_uint32),
+                ("deviceType", c_int32),  # enum VkPhysicalDeviceType
+                ("deviceName", c_char * 256),  # VK_MAX_PHYSICAL_DEVICE_NAME_SIZE
+                ("pipelineCacheUUID", c_uint8 * 16),  # VK_UUID_SIZE
+                ("limits", VkPhysicalDeviceLimits),
+                ("sparseProperties", VkPhysicalDeviceSparseProperties)]
+
+
+class VkApplicationInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p),
+                ("pApplicationName", c_char_p), ("applicationVersion", c_uint32),
+                ("pEngineName", c_char_p), ("engineVersion", c_uint32),
+                ("apiVersion", c_uint32)]
+
+
+class VkInstanceCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
+                ("pApplicationInfo", POINTER(VkApplicationInfo)),
+                ("enabledLayerCount", c_uint32), ("ppEnabledLayerNames", c_void_p),
+                ("enabledExtensionCount", c_uint32), ("ppEnabledExtensionNames", c_void_p)]
+
+
+_STRUCTURE_TYPE_APPLICATION_INFO = 0
+_STRUCTURE_TYPE_INSTANCE_CREATE_INFO = 1
+_API_VERSION_1_1 = (1 << 22) | (1 << 12)  # VK_MAKE_API_VERSION(0, 1, 1, 0)
+_DEVICE_TYPES = ("other", "integrated", "discrete", "virtual", "cpu")
+
+
+def _version(v: int) -> str:
+    return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
+
+
+def _load() -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL("libvulkan.so.1")
+    except OSError as e:
+        raise OSError(f"Vulkan loader libvulkan.so.1 not found ({e}); "
+                      "install the Vulkan loader (e.g. libvulkan1)") from e
+
+
+def physical_devices() -> list[dict]:
+    """Describe every Vulkan physical device; [] when no driver/instance is available."""
+    lib = _load()
+    create = lib.vkCreateInstance
+    create.restype = c_int32
+    create.argtypes = [POINTER(VkInstanceCreateInfo), c_void_p, POINTER(c_void_p)]
+    gipa = lib.vkGetInstanceProcAddr
+    gipa.restype = c_void_p
+    gipa.argtypes = [c_void_p, c_char_p]
+
+    app = VkApplicationInfo(sType=_STRUCTURE_TYPE_APPLICATION_INFO,
+                            pApplicationName=b"pyfftgl", pEngineName=b"pyfftgl",
+                            apiVersion=_API_VERSION_1_1)
+    info = VkInstanceCreateInfo(sType=_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                                pApplicationInfo=ctypes.pointer(app))
+    instance = c_void_p()
+    if create(byref(info), None, byref(instance)) != 0:
+        return []
+
+    # Instance-level entry points must come from vkGetInstanceProcAddr on the
+    # live instance; null if the loader cannot resolve them.
+    def proc(name, restype, *argtypes):
+        addr = gipa(instance, name)
+        if not addr:
+            raise OSError(f"vkGetInstanceProcAddr returned NULL for {name.decode()}")
+        return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
+
+    destroy = proc(b"vkDestroyInstance", None, c_void_p, c_void_p)
+    try:
+        enumerate_ = proc(b"vkEnumeratePhysicalDevices", c_int32,
+                          c_void_p, POINTER(c_uint32), POINTER(c_void_p))
+        get_props = proc(b"vkGetPhysicalDeviceProperties", None,
+                         c_void_p, POINTER(VkPhysicalDeviceProperties))
+        count = c_uint32(0)
+        if enumerate_(instance, byref(count), None) != 0:
+            return []
+        handles = (c_void_p * count.value)()
+        # VK_INCOMPLETE (5) would also be non-zero; the count cannot grow between
+        # the two calls in practice, so treat any non-success as "no devices".
+        if count.value and enumerate_(instance, byref(count), handles) != 0:
+            return []
+        out = []
+        for i in range(count.value):
+            p = VkPhysicalDeviceProperties()
+            get_props(handles[i], byref(p))
+            lim = p.limits
+            out.append({
+                "index": i,
+                "device_name": p.deviceName.decode("utf-8", "replace"),
+                "device_type": _DEVICE_TYPES[p.deviceType]
+                if 0 <= p.deviceType < len(_DEVICE_TYPES) else "other",
+                "vendor_id": p.vendorID,
+                "device_id": p.deviceID,
+                "api_version": _version(p.apiVersion),
+                "driver_version": p.driverVersion,
+                "max_compute_shared_memory_size": lim.maxComputeSharedMemorySize,
+                "max_compute_work_group_invocations": lim.maxComputeWorkGroupInvocations,
+                "max_compute_work_group_count": tuple(lim.maxComputeWorkGroupCount),
+                "max_compute_work_group_size": tuple(lim.maxComputeWorkGroupSize),
+                "max_storage_buffer_range": lim.maxStorageBufferRange,
+                "max_image_dimension_2d": lim.maxImageDimension2D,
+                "timestamp_period": float(lim.timestampPeriod),
+                "timestamp_compute_and_graphics": bool(lim.timestampComputeAndGraphics),
+            })
+        return out
+    finally:
+        destroy(instance, None)

@@ -1,0 +1,106 @@
+"""The one device protocol both backends implement.
+
+A backend compiles GLSL compute programs, allocates storage buffers, binds programs to buffers as
+kernels, and replays a recorded list of dispatches as one submission (with GPU timestamps when
+asked). Everything above this layer (planner, plans, API) is backend-agnostic.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+class BackendUnavailable(RuntimeError):
+    """A requested backend cannot run here; the message says why and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The device limits the planner needs, read from the driver at run time."""
+
+    max_shared_bytes: int  # shared memory per workgroup
+    max_invocations: int  # invocations per workgroup
+    max_group_size: tuple[int, int, int]  # local_size_{x,y,z}
+    max_group_count: tuple[int, int, int]  # workgroups per dispatch, per dimension
+    max_buffer_bytes: int  # largest storage buffer a shader may bind
+    max_texture_size: int = 0  # largest 2D image side
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    api: str  # "vulkan" or "gl"
+    name: str  # the GPU (or software rasteriser) name
+    driver: str  # driver name/version as the API reports it
+    api_version: str
+    limits: Limits
+    is_software: bool  # lavapipe / llvmpipe: CPU emulation of a GPU
+
+
+class Buffer(abc.ABC):
+    """A device storage buffer of `nbytes` bytes."""
+
+    nbytes: int
+
+
+class Program(abc.ABC):
+    """A compiled compute program; `push_names` are its uint32 push constants, in order."""
+
+    push_names: tuple[str, ...]
+
+
+class Kernel(abc.ABC):
+    """A program bound to its buffers (binding i = buffers[i]) and a workgroup grid."""
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    kernel: Kernel
+    push: np.ndarray  # uint32, one value per program.push_names
+
+
+class Submission(abc.ABC):
+    """A recorded list of dispatches (plus uploads/downloads) that can be replayed many times.
+
+    Dispatches run in order with a storage barrier between consecutive ones.
+    """
+
+    @abc.abstractmethod
+    def run(self, inputs: Sequence[np.ndarray] = (), *, timed: bool = False) -> float | None:
+        """Upload `inputs` to the recorded upload buffers, run, download. Returns GPU ns if timed."""
+
+    @abc.abstractmethod
+    def result(self, i: int = 0) -> np.ndarray:
+        """The i-th download buffer's contents after the last run, as float32 (a copy)."""
+
+
+class Device(abc.ABC):
+    info: DeviceInfo
+
+    @abc.abstractmethod
+    def program(self, source: str, push_names: Sequence[str] = ()) -> Program:
+        """Compile GLSL compute source (with its `#version` line) for this API."""
+
+    @abc.abstractmethod
+    def buffer(self, nbytes: int, data: np.ndarray | None = None) -> Buffer:
+        """Allocate a storage buffer; `data` (float32/uint32) fills its start if given."""
+
+    @abc.abstractmethod
+    def write(self, buf: Buffer, data: np.ndarray) -> None:
+        """Copy `data` into the start of `buf` now."""
+
+    @abc.abstractmethod
+    def read(self, buf: Buffer, count: int) -> np.ndarray:
+        """The first `count` float32 values of `buf`, as a new array."""
+
+    @abc.abstractmethod
+    def kernel(self, program: Program, buffers: Sequence[Buffer],
+               groups: tuple[int, int, int]) -> Kernel:
+        """Bind `program` to `buffers` (binding i = buffers[i]) for a dispatch of `groups`."""
+
+    @abc.abstractmethod
+    def record(self, dispatches: Sequence[Dispatch], *, uploads: Sequence[Buffer] = (),
+               downloads: Sequence[Buffer] = ()) -> Submission:
+        """Record uploads, the dispatches, then downloads as one replayable submission."""

@@ -1,0 +1,158 @@
+"""OpenGL 4.3+ backend through ModernGL: SSBOs, compute shaders, timer queries.
+
+By default it opens its own headless EGL context; pass a ModernGL context to share the caller's
+(the render-loop case). The GL state it changes: SSBO bindings 0..k of the kernels it runs, the
+bound compute program, and memory barriers between its dispatches.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from typing import Sequence
+
+import numpy as np
+
+from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Kernel, Limits,
+                   Program, Submission)
+
+GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
+GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
+
+
+def _shared_memory_size() -> int:
+    """glGetIntegerv(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE): ModernGL's ctx.info leaves it out."""
+    for name in ("OpenGL", "GL"):
+        path = ctypes.util.find_library(name)
+        if not path:
+            continue
+        try:
+            get = ctypes.CDLL(path).glGetIntegerv
+        except (OSError, AttributeError):
+            continue
+        value = ctypes.c_int32(0)
+        get(ctypes.c_uint32(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE), ctypes.byref(value))
+        if value.value >= GL_SHARED_MEMORY_MINIMUM:
+            return value.value
+    return GL_SHARED_MEMORY_MINIMUM
+
+
+class GLBuffer(Buffer):
+    def __init__(self, buf, nbytes: int):
+        self.buf = buf
+        self.nbytes = nbytes
+
+
+class GLProgram(Program):
+    def __init__(self, shader, push_names: tuple[str, ...]):
+        self.shader = shader
+        self.push_names = push_names
+        # Uniforms the compiler dropped as unused are not settable; skip them.
+        self.uniforms = [(i, shader.get(f"pc.{n}", None)) for i, n in enumerate(push_names)]
+
+
+class GLKernel(Kernel):
+    def __init__(self, program: GLProgram, buffers: Sequence[GLBuffer], groups):
+        self.program = program
+        self.buffers = list(buffers)
+        self.groups = tuple(groups)
+
+
+class GLSubmission(Submission):
+    def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
+        self._device = device
+        self._dispatches = list(dispatches)
+        self._uploads = list(uploads)
+        self._downloads = list(downloads)
+
+    def _dispatch_all(self):
+        ctx = self._device.ctx
+        for i, d in enumerate(self._dispatches):
+            if i:
+                ctx.memory_barrier()
+            k = d.kernel
+            for binding, b in enumerate(k.buffers):
+                b.buf.bind_to_storage_buffer(binding)
+            for i_push, uniform in k.program.uniforms:
+                if uniform is not None:
+                    uniform.value = int(d.push[i_push])
+            k.program.shader.run(*k.groups)
+        ctx.memory_barrier()
+
+    def run(self, inputs=(), *, timed=False):
+        for buf, data in zip(self._uploads, inputs):
+            self._device.write(buf, data)
+        if not timed:
+            self._dispatch_all()
+            return None
+        query = self._device.ctx.query(time=True)
+        with query:
+            self._dispatch_all()
+        return float(query.elapsed)
+
+    def result(self, i=0):
+        buf = self._downloads[i]
+        return self._device.read(buf, buf.nbytes // 4)
+
+
+class GLDevice(Device):
+    def __init__(self, ctx=None):
+        try:
+            import moderngl
+        except ImportError as e:
+            raise BackendUnavailable(f"the GL backend needs ModernGL ({e}); pip install moderngl") from e
+        if ctx is None:
+            try:
+                ctx = moderngl.create_standalone_context(require=430, backend="egl")
+            except Exception as e:  # glcontext raises plain Exceptions
+                raise BackendUnavailable(
+                    f"no headless OpenGL 4.3 context via EGL ({e}): install a GPU driver with EGL, "
+                    "or Mesa's llvmpipe (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri)") from e
+        if ctx.version_code < 430:
+            raise BackendUnavailable(
+                f"OpenGL {ctx.version_code // 100}.{ctx.version_code % 100 // 10} has no compute "
+                "shaders; pyfftgl needs OpenGL 4.3 or newer")
+        self.ctx = ctx
+        gi = ctx.info
+        renderer = gi["GL_RENDERER"]
+        self.info = DeviceInfo(
+            api="gl",
+            name=renderer,
+            driver=f"{gi['GL_VENDOR']} {gi['GL_VERSION']}",
+            api_version=f"{ctx.version_code // 100}.{ctx.version_code % 100 // 10}",
+            limits=Limits(
+                max_shared_bytes=_shared_memory_size(),
+                max_invocations=gi["GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS"],
+                max_group_size=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_SIZE"]),
+                max_group_count=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_COUNT"]),
+                max_buffer_bytes=gi["GL_MAX_SHADER_STORAGE_BLOCK_SIZE"],
+                max_texture_size=gi["GL_MAX_TEXTURE_SIZE"],
+            ),
+            is_software="llvmpipe" in renderer or "softpipe" in renderer,
+        )
+
+    def program(self, source, push_names=()):
+        from ..shaders import ShaderCompileError
+        try:
+            shader = self.ctx.compute_shader(source)
+        except Exception as e:
+            raise ShaderCompileError(f"GL compute shader failed to compile: {e}") from e
+        return GLProgram(shader, tuple(push_names))
+
+    def buffer(self, nbytes, data=None):
+        buf = self.ctx.buffer(reserve=max(4, nbytes))
+        if data is not None:
+            buf.write(np.ascontiguousarray(data).tobytes())
+        return GLBuffer(buf, nbytes)
+
+    def write(self, buf, data):
+        buf.buf.write(np.ascontiguousarray(data).tobytes())
+
+    def read(self, buf, count):
+        self.ctx.memory_barrier()
+        return np.frombuffer(buf.buf.read(size=count * 4), np.float32).copy()
+
+    def kernel(self, program, buffers, groups):
+        return GLKernel(program, buffers, groups)
+
+    def record(self, dispatches, *, uploads=(), downloads=()):
+        return GLSubmission(self, dispatches, uploads, downloads)

@@ -1,0 +1,168 @@
+"""Vulkan backend: Kompute (`kp`) tensors as storage buffers, SPIR-V from glslangValidator."""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from .. import shaders
+from . import _vkinfo
+from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Kernel, Limits,
+                   Program, Submission)
+
+# Which physical device to use when there are several: real GPUs before software rasterisers.
+_TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "other": 3, "cpu": 4}
+
+
+def _choose(devices: list[dict]) -> dict:
+    want = os.environ.get("PYFFTGL_VULKAN_DEVICE")
+    if want is not None:
+        for d in devices:
+            if str(d["index"]) == want or want.lower() in d["device_name"].lower():
+                return d
+        raise BackendUnavailable(f"PYFFTGL_VULKAN_DEVICE={want!r} matches none of "
+                                 f"{[d['device_name'] for d in devices]}")
+    return min(devices, key=lambda d: (_TYPE_RANK.get(d["device_type"], 5), d["index"]))
+
+
+class VkBuffer(Buffer):
+    def __init__(self, tensor, nbytes: int):
+        self.tensor = tensor
+        self.nbytes = nbytes
+
+
+class VkProgram(Program):
+    def __init__(self, spirv: bytes, push_names: tuple[str, ...]):
+        self.spirv = spirv
+        self.push_names = push_names
+
+
+class VkKernel(Kernel):
+    def __init__(self, algorithm, buffers):
+        self.algorithm = algorithm
+        self.buffers = buffers  # keeps the tensors alive as long as the kernel
+
+
+class VkSubmission(Submission):
+    def __init__(self, device: "VulkanDevice", dispatches: Sequence[Dispatch],
+                 uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer]):
+        import kp
+
+        self._device = device
+        self._uploads = list(uploads)
+        self._downloads = list(downloads)
+        self._ops = []
+        if uploads:
+            self._ops.append(kp.OpTensorSyncDevice([b.tensor for b in uploads]))
+        first = len(self._ops)
+        for i, d in enumerate(dispatches):
+            if i:
+                # kp 0.9 exposes no OpMemoryBarrier to Python and OpAlgoDispatch only orders
+                # transfers before the dispatch, so consecutive dispatches would race. Syncing a
+                # 1-element sentinel records a compute->transfer barrier with shader writes as its
+                # source; with the next dispatch's transfer->compute barrier that chains dispatch
+                # i-1 before dispatch i at the cost of a 4-byte copy.
+                self._ops.append(kp.OpTensorSyncLocal([device._sentinel.tensor]))
+            self._ops.append(kp.OpAlgoDispatch(d.kernel.algorithm, d.push))
+        self._timed_span = (first, len(self._ops))
+        if downloads:
+            self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
+        self._plain = self._make_sequence(0)
+        self._timed = None
+
+    def _make_sequence(self, timestamps: int):
+        seq = self._device._mgr.sequence(total_timestamps=timestamps)
+        for op in self._ops:
+            seq.record(op)
+        return seq
+
+    def run(self, inputs=(), *, timed=False):
+        for buf, data in zip(self._uploads, inputs):
+            self._device.write(buf, data, sync=False)
+        if not timed:
+            self._plain.eval()
+            return None
+        if self._timed is None:
+            self._timed = self._make_sequence(len(self._ops))
+        self._timed.eval()
+        ts = self._timed.get_timestamps()  # ts[0] before the first op, ts[i + 1] after op i
+        a, b = self._timed_span
+        return (ts[b] - ts[a]) * self._device._timestamp_period
+
+    def result(self, i=0):
+        buf = self._downloads[i]
+        return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
+
+
+class VulkanDevice(Device):
+    def __init__(self):
+        try:
+            import kp
+        except ImportError as e:
+            raise BackendUnavailable(
+                f"the Vulkan backend needs Kompute's `kp` module, which failed to import ({e}); "
+                "`make setup` builds kp 0.9.0 into .venv") from e
+        try:
+            devices = _vkinfo.physical_devices()
+        except OSError as e:
+            raise BackendUnavailable(f"{e}") from e
+        if not devices:
+            raise BackendUnavailable(
+                "no Vulkan driver found (no physical device): install a GPU driver with Vulkan "
+                "support, or Mesa's lavapipe (Debian: mesa-vulkan-drivers)")
+        props = _choose(devices)
+        self._mgr = kp.Manager(props["index"])
+        self._timestamp_period = props["timestamp_period"]
+        self.info = DeviceInfo(
+            api="vulkan",
+            name=props["device_name"],
+            driver=f"driver {props['driver_version']:#x} (vendor {props['vendor_id']:#06x})",
+            api_version=props["api_version"],
+            limits=Limits(
+                max_shared_bytes=props["max_compute_shared_memory_size"],
+                max_invocations=props["max_compute_work_group_invocations"],
+                max_group_size=tuple(props["max_compute_work_group_size"]),
+                max_group_count=tuple(props["max_compute_work_group_count"]),
+                max_buffer_bytes=props["max_storage_buffer_range"],
+                max_texture_size=props["max_image_dimension_2d"],
+            ),
+            is_software=props["device_type"] == "cpu",
+        )
+        self._sentinel = self.buffer(4)
+
+    def program(self, source, push_names=()):
+        return VkProgram(shaders.compile_spirv(source), tuple(push_names))
+
+    def buffer(self, nbytes, data=None):
+        import kp
+        count = max(1, -(-nbytes // 4))
+        init = np.zeros(count, np.float32)
+        if data is not None:
+            flat = np.ascontiguousarray(data).view(np.float32).ravel()
+            init[: flat.size] = flat
+        buf = VkBuffer(self._mgr.tensor_t(init), nbytes)
+        if data is not None:  # a device tensor's initial data sits in its staging buffer until synced
+            self._mgr.sequence().eval(kp.OpTensorSyncDevice([buf.tensor]))
+        return buf
+
+    def write(self, buf, data, sync=True):
+        flat = np.ascontiguousarray(data).view(np.float32).ravel()
+        buf.tensor.data()[: flat.size] = flat
+        if sync:
+            import kp
+            self._mgr.sequence().eval(kp.OpTensorSyncDevice([buf.tensor]))
+
+    def read(self, buf, count):
+        import kp
+        self._mgr.sequence().eval(kp.OpTensorSyncLocal([buf.tensor]))
+        return np.array(buf.tensor.data()[:count], copy=True)
+
+    def kernel(self, program, buffers, groups):
+        push = np.zeros(max(1, len(program.push_names)), np.uint32)
+        algo = self._mgr.algorithm([b.tensor for b in buffers], program.spirv, list(groups),
+                                   np.zeros(0, np.uint32), push)
+        return VkKernel(algo, list(buffers))
+
+    def record(self, dispatches, *, uploads=(), downloads=()):
+        return VkSubmission(self, dispatches, uploads, downloads)

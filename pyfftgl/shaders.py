@@ -1,0 +1,149 @@
+"""Kernel source assembly: `#version` + a generated `#define` preamble + the kernel with its includes.
+
+One source serves both APIs; `API_VULKAN` is defined for Vulkan, and the rest of the difference is
+the push-constant declaration in common.glsl. SPIR-V is compiled with glslangValidator and cached
+on disk by the hash of the exact source it was compiled from.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+
+_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
+VERSION = {"vulkan": "#version 450", "gl": "#version 430"}
+
+
+def shader_dir() -> Path:
+    """Where the kernels are: pyfftgl/glsl in an installed wheel (pyproject maps shaders/ there),
+    else the repository's shaders/ beside the package (a source checkout or editable install)."""
+    here = Path(__file__).resolve().parent
+    installed = here / "glsl"
+    return installed if installed.is_dir() else here.parent / "shaders"
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_text(name: str) -> str:
+    """A file from shaders/, with `#include "x"` replaced by the text of shaders/x (once each)."""
+    root = shader_dir()
+    seen: set[str] = set()
+
+    def expand(fname: str) -> str:
+        if fname in seen:
+            return ""
+        seen.add(fname)
+        text = (root / fname).read_text()
+        return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
+
+    return expand(name)
+
+
+def odd_radix_tables(radices) -> dict[str, str]:
+    """ODD_COS / ODD_SIN (cos, sin of 2 pi m / R from float64) and ODD_OFFSET_R for the odd radices
+    in use, concatenated into one table each."""
+    odd = sorted({r for r in radices if r % 2 and r > 1})
+    if not odd:
+        return {}
+    out, cos, sin = {}, [], []
+    for r in odd:
+        out[f"ODD_OFFSET_{r}"] = f"{len(cos)}u"
+        cos += [math.cos(2 * math.pi * m / r) for m in range(r)]
+        sin += [math.sin(2 * math.pi * m / r) for m in range(r)]
+    out["ODD_COS"] = "float[](" + ", ".join(f"{c:.9e}" for c in cos) + ")"
+    out["ODD_SIN"] = "float[](" + ", ".join(f"{c:.9e}" for c in sin) + ")"
+    return out
+
+
+def assemble(name: str, defines: dict[str, object], api: str) -> str:
+    """The complete GLSL source of kernel `name` for `api` with `defines` as its preamble."""
+    lines = [VERSION[api]]
+    if api == "vulkan":
+        lines.append("#define API_VULKAN 1")
+    lines += [f"#define {k} {v}" for k, v in defines.items()]
+    return "\n".join(lines) + "\n" + kernel_text(name)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("PYFFTGL_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pyfftgl")
+    return Path(base)
+
+
+class ShaderCompileError(RuntimeError):
+    pass
+
+
+def _compiler() -> str:
+    exe = shutil.which("glslangValidator")
+    if exe is None:
+        raise ShaderCompileError(
+            "glslangValidator not found: the Vulkan backend compiles GLSL to SPIR-V with it; "
+            "install Debian's glslang-tools (make setup does)")
+    return exe
+
+
+def compile_spirv(source: str) -> bytes:
+    """SPIR-V for a Vulkan compute source; cached on disk by source hash."""
+    key = hashlib.sha256(source.encode()).hexdigest()
+    path = cache_dir() / "spirv" / f"{key}.spv"
+    if path.exists():
+        return path.read_bytes()
+    exe = _compiler()
+    with tempfile.TemporaryDirectory(prefix="pyfftgl-") as tmp:
+        src = Path(tmp) / "kernel.comp"
+        out = Path(tmp) / "kernel.spv"
+        src.write_text(source)
+        proc = subprocess.run([exe, "-V", "--target-env", "vulkan1.1", "-S", "comp", "-o", str(out),
+                               str(src)], capture_output=True, text=True)
+        if proc.returncode != 0 or not out.exists():
+            raise ShaderCompileError(
+                _numbered(source) + f"\nglslangValidator failed (exit {proc.returncode}):\n"
+                f"{proc.stdout}{proc.stderr}")
+        spirv = out.read_bytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp_path = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp_path.write_bytes(spirv)
+    os.replace(tmp_path, path)  # atomic: concurrent processes never see half a file
+    return spirv
+
+
+def _numbered(source: str) -> str:
+    return "\n".join(f"{i + 1:4d} {line}" for i, line in enumerate(source.splitlines()))
+
+
+_programs: "weakref.WeakKeyDictionary" = None  # device -> {source: Program}
+_programs_lock = threading.Lock()
+
+
+def get_program(device, name: str, defines: dict, push_names=()):
+    """The compiled program of kernel `name` with `defines` on `device`, compiled once per process.
+
+    Odd-radix DFT tables are added to the preamble here so every kernel gets them the same way.
+    """
+    global _programs
+    radices = [int(str(r).rstrip("u")) for r in _stage_radices(defines)]
+    full = dict(defines)
+    full.update(odd_radix_tables(radices))
+    source = assemble(name, full, device.info.api)
+    with _programs_lock:
+        if _programs is None:
+            _programs = weakref.WeakKeyDictionary()
+        cache = _programs.setdefault(device, {})
+        prog = cache.get(source)
+    if prog is None:
+        prog = device.program(source, push_names)
+        with _programs_lock:
+            cache[source] = prog
+    return prog
+
+
+def _stage_radices(defines: dict):
+    return re.findall(r"STAGE\((\d+)u", str(defines.get("FFT_STAGES", "")))

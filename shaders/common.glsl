@@ -1,0 +1,22 @@
+// Shared by every pyfftgl kernel. The preamble (pyfftgl/shaders.py) has already defined API_VULKAN or
+// not, and each kernel's size parameters.
+
+// Push constants: Vulkan push constants, or a uniform struct on GL (its members are set by name,
+// "pc.<member>", by the GL backend). Members are uint32 in declaration order.
+#ifdef API_VULKAN
+#define PUSH_CONSTANTS(members) layout(push_constant) uniform PushBlock { members } pc;
+#else
+#define PUSH_CONSTANTS(members) struct PushBlock { members }; uniform PushBlock pc;
+#endif
+
+vec2 cmul(vec2 a, vec2 b) { return vec2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+
+// Multiply by the transform's i: -i for a forward transform (exp(-2 pi i / 4)), +i for an inverse.
+#if INVERSE
+vec2 rot_quarter(vec2 a) { return vec2(-a.y, a.x); }
+#else
+vec2 rot_quarter(vec2 a) { return vec2(a.y, -a.x); }
+#endif
+
+// The workgroup's number in a grid split into (base, gx, gy) dispatches (planner.split_groups).
+uint flat_group_id(uint base) { return base + gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
