@@ -10,7 +10,7 @@ import numpy as np
 
 from . import planner, shaders
 from .backends import get_device
-from .backends.base import Device, Dispatch
+from .backends.base import Device, Dispatch, Limits
 
 PUSH_NAMES = ("lines_total", "group_base")
 
@@ -25,9 +25,11 @@ class FFTPlan:
     """A batched 1D complex-to-complex transform of `batch` lines of length n on one device."""
 
     def __init__(self, n: int, batch: int, inverse: bool, norm: str = "backward",
-                 backend=None):
+                 backend=None, limits: Limits | None = None):
+        """`limits` plans as if the device were smaller (never larger) than it is."""
         self.device: Device = get_device(backend)
-        self.spec = planner.plan_fft(n, batch, inverse, norm, self.device.info.limits)
+        self.limits = planner.tighter(self.device.info.limits, limits)
+        self.spec = planner.plan_fft(n, batch, inverse, norm, self.limits)
         self.n, self.batch, self.inverse, self.norm = n, batch, inverse, norm
         dev, spec = self.device, self.spec
         lines = spec.chunk_lines
@@ -41,7 +43,7 @@ class FFTPlan:
         dispatches = [
             Dispatch(dev.kernel(program, [self._src, self._dst, self._tw], (gx, gy, 1)),
                      np.array([lines, base], np.uint32))
-            for base, gx, gy in planner.split_groups(p.groups(lines), dev.info.limits.max_group_count)
+            for base, gx, gy in planner.split_groups(p.groups(lines), self.limits.max_group_count)
         ]
         self.dispatch_count = len(dispatches)
         self._submission = dev.record(dispatches, uploads=[self._src], downloads=[self._dst])

@@ -178,6 +178,16 @@ def plan_fft(n: int, batch: int, inverse: bool, norm: str, limits: Limits) -> FF
     return FFTPlanSpec(n, batch, inverse, (p,), chunk, twiddle_n=n if p.n > 1 else 0)
 
 
+def tighter(device: Limits, wanted: Limits | None) -> Limits:
+    """The smaller of each limit: a plan may assume a smaller device than it runs on."""
+    if wanted is None:
+        return device
+    def pick(a, b):
+        return tuple(map(min, a, b)) if isinstance(a, tuple) else min(a, b)
+    return Limits(**{f: pick(getattr(device, f), getattr(wanted, f))
+                     for f in Limits.__dataclass_fields__})
+
+
 def split_groups(groups: int, max_count: tuple[int, int, int]) -> list[tuple[int, int, int]]:
     """Cover `groups` workgroups with (base, gx, gy) dispatches inside the device's count limits.
 

@@ -33,7 +33,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV"
   "$PY" -m venv "$VENV"
 fi
-VPY="$VENV/bin/python"
+VPY="$PWD/$VENV/bin/python"
 pip() { "$VPY" -m pip --disable-pip-version-check -q "$@"; }
 
 if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, pybind11, setuptools' 2>/dev/null; then
@@ -60,7 +60,8 @@ if ! "$VPY" -c 'import kp' 2>/dev/null; then
   pip install --no-build-isolation --no-deps "kp==$KP_VERSION"
 fi
 
-if ! (cd / && "$OLDPWD/$VPY" -c 'import pyfftgl') 2>/dev/null; then
+# Checked from / so that the source folder itself does not satisfy the import.
+if ! (cd / && "$VPY" -c 'import pyfftgl') 2>/dev/null; then
   say "installing pyfftgl (editable)"
   pip install --no-build-isolation --no-deps -e .
 fi

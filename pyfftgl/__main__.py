@@ -1,0 +1,147 @@
+"""python -m pyfftgl info | demo | selftest | bench
+
+Exit codes: 0 success, 1 a check failed, 2 no usable backend.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from .backends import BACKENDS, probe
+
+
+def _device_lines(dev) -> list[str]:
+    i, lim = dev.info, dev.info.limits
+    return [
+        f"  device        {i.name}{'  (software rasteriser)' if i.is_software else ''}",
+        f"  driver        {i.driver}",
+        f"  API version   {i.api_version}",
+        f"  shared memory {lim.max_shared_bytes} bytes per workgroup",
+        f"  workgroup     {lim.max_invocations} invocations, size {lim.max_group_size}",
+        f"  groups        {lim.max_group_count} per dispatch",
+        f"  max buffer    {lim.max_buffer_bytes} bytes    max texture {lim.max_texture_size}",
+    ]
+
+
+def cmd_info(args) -> int:
+    import pyfftgl
+    print(f"pyfftgl {pyfftgl.__version__}, numpy {np.__version__}")
+    usable = 0
+    for name in BACKENDS:
+        dev, why = probe(name)
+        if dev is None:
+            print(f"{name}: unavailable: {why}")
+            continue
+        ok = _smoke(name)
+        usable += ok
+        print(f"{name}: {'works' if ok else 'FAILS a 64-point transform'}")
+        print("\n".join(_device_lines(dev)))
+    return 0 if usable else 2
+
+
+def _smoke(backend) -> bool:
+    import pyfftgl
+    x = (np.arange(64) % 7).astype(np.complex64)
+    try:
+        y = pyfftgl.fft(x, backend=backend)
+    except Exception as e:  # report, don't crash `info`
+        print(f"  error: {e}", file=sys.stderr)
+        return False
+    return bool(np.allclose(y, np.fft.fft(x.astype(np.complex128)), atol=1e-4))
+
+
+def _rel_l2(got, ref) -> float:
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+def cmd_demo(args) -> int:
+    """Until the ocean demo lands: transform an image-sized batch, check it, print the times."""
+    import pyfftgl
+    rows, n = args.rows, args.n
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((rows, n)) + 1j * rng.standard_normal((rows, n))).astype(np.complex64)
+    t0 = time.perf_counter()
+    ref = np.fft.fft(x.astype(np.complex128))
+    cpu_ms = (time.perf_counter() - t0) * 1e3
+    status = 0
+    for name in BACKENDS:
+        dev, why = probe(name)
+        if dev is None:
+            print(f"{name}: unavailable: {why}")
+            continue
+        plan = pyfftgl.FFTPlan(n, rows, False, backend=name)
+        plan.execute(x)  # warm-up: compiles and first-touch allocations
+        t0 = time.perf_counter()
+        y = plan.execute(x, timed=True)
+        wall = (time.perf_counter() - t0) * 1e3
+        err = _rel_l2(y, ref)
+        bound = float(np.finfo(np.float32).eps * np.sqrt(np.log2(n)))
+        ok = err <= bound
+        status |= not ok
+        print(f"{name:6s} {dev.info.name}: {rows} x {n} complex64 rows, GPU {plan.last_gpu_ns / 1e6:.3f} ms, "
+              f"call {wall:.1f} ms (upload + run + download), rel L2 error {err:.2e} "
+              f"({'within' if ok else 'ABOVE'} the {bound:.2e} contract)")
+    print(f"numpy  float64 reference: {cpu_ms:.1f} ms")
+    return status
+
+
+def cmd_selftest(args) -> int:
+    import pyfftgl
+    bad = 0
+    for name in BACKENDS:
+        if probe(name)[0] is None:
+            continue
+        for n in (2, 8, 64, 1000, 4096):
+            x = np.exp(1j * np.arange(3 * n)).astype(np.complex64).reshape(3, n)
+            err = _rel_l2(pyfftgl.fft(x, backend=name), np.fft.fft(x.astype(np.complex128)))
+            ok = err <= np.finfo(np.float32).eps * np.sqrt(max(1, np.log2(n)))
+            bad += not ok
+            print(f"{name:6s} n={n:5d} rel L2 {err:.2e} {'ok' if ok else 'FAIL'}")
+    return 1 if bad else 0
+
+
+def cmd_bench(args) -> int:
+    """Batched 1D C2C GPU time per backend (a first version of the benchmark tool)."""
+    import pyfftgl
+    for name in BACKENDS:
+        dev, why = probe(name)
+        if dev is None:
+            print(f"{name}: unavailable: {why}")
+            continue
+        for n in args.sizes:
+            batch = max(1, args.elements // n)
+            plan = pyfftgl.FFTPlan(n, batch, False, backend=name)
+            x = np.ones((batch, n), np.complex64)
+            plan.execute(x)
+            times = []
+            for _ in range(args.repeat):
+                plan.execute(x, timed=True)
+                times.append(plan.last_gpu_ns)
+            best = min(times) / 1e6
+            gbps = 16 * n * batch / (best * 1e-3) / 1e9
+            print(f"{name:6s} n={n:6d} batch={batch:8d} GPU {best:8.3f} ms  {gbps:7.1f} GB/s  "
+                  f"{5 * n * np.log2(n) * batch / (best * 1e-3) / 1e9:7.1f} GFLOP/s")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="pyfftgl", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="backends, devices, drivers, limits, and whether each works")
+    d = sub.add_parser("demo", help="transform an image-sized batch on each backend and check it")
+    d.add_argument("--rows", type=int, default=1024)
+    d.add_argument("--n", type=int, default=1024)
+    sub.add_parser("selftest", help="a few transforms per backend against numpy")
+    b = sub.add_parser("bench", help="batched 1D GPU timings")
+    b.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096])
+    b.add_argument("--elements", type=int, default=2**22)
+    b.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    return {"info": cmd_info, "demo": cmd_demo, "selftest": cmd_selftest, "bench": cmd_bench}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

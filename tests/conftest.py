@@ -1,0 +1,48 @@
+"""Both backends, on whatever real driver this machine has (lavapipe/llvmpipe in CI).
+
+A missing backend is a failure, not a skip: CI must prove the kernels on both APIs.
+"""
+import numpy as np
+import pytest
+
+from pyfftgl.backends import get_device
+
+BACKENDS = ("vulkan", "gl")
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    device = get_device(request.param)  # raises BackendUnavailable (fails the test) if missing
+    if request.param == "gl":
+        assert device.ctx.error == "GL_NO_ERROR"
+    yield request.param
+    if request.param == "gl":
+        assert device.ctx.error == "GL_NO_ERROR"
+
+
+def random_complex(shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def l2_bound(n, factor=1.0):
+    """The accuracy contract: rel L2 <= factor * eps * sqrt(log2 n) (log2 n at least 1)."""
+    return factor * EPS32 * np.sqrt(max(1.0, np.log2(n)))
+
+
+def linf_bound(n, factor=1.0):
+    return factor * (2e-6 + 5e-7 * np.log10(max(n, 1)))
+
+
+def assert_accurate(got, ref, n, factor=1.0):
+    """got (float32 result) against ref (float64 FFT of the same float32 input)."""
+    got = np.asarray(got, np.complex128)
+    scale = np.linalg.norm(ref)
+    if scale == 0:
+        assert np.array_equal(got, ref)
+        return
+    rel_l2 = np.linalg.norm(got - ref) / scale
+    rel_linf = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+    assert rel_l2 <= l2_bound(n, factor), f"n={n}: rel L2 {rel_l2:.3e} > {l2_bound(n, factor):.3e}"
+    assert rel_linf <= linf_bound(n, factor), f"n={n}: rel Linf {rel_linf:.3e} > {linf_bound(n, factor):.3e}"

@@ -1,0 +1,108 @@
+"""fft/ifft against numpy in float64 on both backends' real drivers."""
+import numpy as np
+import pytest
+
+import pyfftgl
+from pyfftgl.backends.base import Limits
+from conftest import assert_accurate, random_complex
+
+POW2 = [2**k for k in range(1, 13)]
+
+
+@pytest.mark.parametrize("n", POW2)
+def test_forward_inverse_and_round_trip(backend, n):
+    batch = max(1, min(1000, 2**16 // n))
+    x = random_complex((batch, n), seed=n)
+    keep = x.copy()
+    ref = np.fft.fft(x.astype(np.complex128))
+    y = pyfftgl.fft(x, backend=backend)
+    assert y.dtype == np.complex64 and y.shape == x.shape
+    assert_accurate(y, ref, n)
+    z = pyfftgl.ifft(y, backend=backend)
+    assert_accurate(pyfftgl.ifft(x, backend=backend), np.fft.ifft(x.astype(np.complex128)), n)
+    assert_accurate(z, x.astype(np.complex128), n, factor=1.5)
+    assert np.array_equal(x, keep)  # the input is never modified
+
+
+@pytest.mark.parametrize("batch", [1, 3, 257, 1000])
+@pytest.mark.parametrize("n", [8, 1024, 4096])
+def test_batches(backend, n, batch):
+    x = random_complex((batch, n), seed=batch)
+    assert_accurate(pyfftgl.fft(x, backend=backend), np.fft.fft(x.astype(np.complex128)), n)
+
+
+def test_repeated_runs_are_bit_identical(backend):
+    x = random_complex((5, 1024), seed=3)
+    a = pyfftgl.fft(x, backend=backend)
+    b = pyfftgl.fft(x, backend=backend)
+    assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_exact_values(backend):
+    # A unit impulse transforms to all ones; a pure tone to a single bin of height n.
+    n = 64
+    impulse = np.zeros(n, np.complex64)
+    impulse[0] = 1
+    assert np.array_equal(pyfftgl.fft(impulse, backend=backend), np.ones(n, np.complex64))
+    tone = np.exp(2j * np.pi * 5 * np.arange(n) / n).astype(np.complex64)
+    spec = pyfftgl.fft(tone, backend=backend)
+    assert abs(spec[5] - n) < 1e-4 and np.max(np.abs(np.delete(spec, 5))) < 1e-4
+
+
+@pytest.mark.parametrize("norm", [None, "backward", "ortho", "forward"])
+def test_norms(backend, norm):
+    x = random_complex((4, 256), seed=1)
+    x128 = x.astype(np.complex128)
+    assert_accurate(pyfftgl.fft(x, norm=norm, backend=backend), np.fft.fft(x128, norm=norm), 256)
+    assert_accurate(pyfftgl.ifft(x, norm=norm, backend=backend), np.fft.ifft(x128, norm=norm), 256)
+
+
+def test_axis_and_n_like_numpy(backend):
+    x = random_complex((6, 16, 8), seed=2)
+    x128 = x.astype(np.complex128)
+    for axis in (0, 1, 2, -1, -2, -3):
+        for n in (None, 4, 16, 32):
+            got = pyfftgl.fft(x, n=n, axis=axis, backend=backend)
+            ref = np.fft.fft(x128, n=n, axis=axis)
+            assert got.shape == ref.shape
+            assert_accurate(got, ref, n or x.shape[axis])
+
+
+def test_real_and_strided_inputs(backend):
+    rng = np.random.default_rng(4)
+    real = rng.standard_normal((3, 128)).astype(np.float32)
+    got = pyfftgl.fft(real, backend=backend)
+    assert got.dtype == np.complex64
+    assert_accurate(got, np.fft.fft(real.astype(np.float64)), 128)
+    f_order = np.asfortranarray(random_complex((64, 32), seed=5))
+    assert_accurate(pyfftgl.fft(f_order, backend=backend), np.fft.fft(f_order.astype(np.complex128)), 32)
+    rev = random_complex((8, 64), seed=6)[::-1, ::-2]
+    assert_accurate(pyfftgl.fft(rev, backend=backend), np.fft.fft(rev.astype(np.complex128)), 32)
+
+
+def test_empty_batch_and_lists(backend):
+    assert pyfftgl.fft(np.zeros((0, 8), np.complex64), backend=backend).shape == (0, 8)
+    got = pyfftgl.fft(np.array([1, 2, 3, 4], np.float32), backend=backend)
+    assert np.allclose(got, np.fft.fft([1, 2, 3, 4]), atol=1e-6)
+
+
+def test_workgroup_split_and_chunks_on_a_small_device(backend):
+    # Plan as if the device allowed 3x2 workgroups per dispatch and a 64 KiB buffer: the batch
+    # then needs several dispatches per submission and several submissions, and must still be
+    # exact (no silently truncated workgroups).
+    small = Limits(32768, 1024, (1024, 1024, 64), (3, 2, 1), 64 * 1024)
+    n, batch = 64, 700
+    plan = pyfftgl.FFTPlan(n, batch, False, backend=backend, limits=small)
+    assert plan.dispatch_count > 1 and plan.spec.chunks > 1
+    x = random_complex((batch, n), seed=7)
+    assert_accurate(plan.execute(x), np.fft.fft(x.astype(np.complex128)), n)
+
+
+def test_plan_reports_gpu_time(backend):
+    plan = pyfftgl.FFTPlan(1024, 64, False, backend=backend)
+    x = random_complex((64, 1024), seed=8)
+    y = plan.execute(x, timed=True)
+    assert plan.last_gpu_ns is not None and plan.last_gpu_ns > 0
+    assert_accurate(y, np.fft.fft(x.astype(np.complex128)), 1024)
+    assert len(plan.passes) == 1 and plan.dispatch_count == 1
+    assert "1 pass" in repr(plan)

@@ -1,0 +1,83 @@
+"""The planner alone: pure Python, no GPU."""
+import math
+
+import pytest
+
+from pyfftgl import planner
+from pyfftgl.backends.base import Limits
+
+# A typical GPU and the software drivers' limits.
+GPU = Limits(49152, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32 - 1)
+SOFT = Limits(32768, 1024, (1024, 1024, 1024), (65535, 65535, 65535), 2**27)
+
+
+def product(xs):
+    return math.prod(xs) if xs else 1
+
+
+@pytest.mark.parametrize("n", [2**k for k in range(0, 13)])
+def test_power_of_two_radices_are_fours_with_one_eight_or_two(n):
+    r = planner.radices_for(n)
+    assert product(r) == n
+    assert all(x == 4 for x in r[1:]) or n < 8
+    assert r.count(8) + r.count(2) <= 1
+
+
+def test_mixed_and_unsupported_lengths():
+    assert planner.radices_for(1000) == (5, 5, 5, 8)
+    assert planner.radices_for(2 * 3 * 5 * 7 * 11 * 13) == (3, 5, 7, 11, 13, 2)
+    assert planner.radices_for(17) is None
+    assert planner.radices_for(2 * 4099) is None
+    with pytest.raises(ValueError):
+        planner.radices_for(0)
+
+
+@pytest.mark.parametrize("limits", [GPU, SOFT])
+@pytest.mark.parametrize("n", [2**k for k in range(1, 13)])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_one_dispatch_up_to_4096(limits, n, inverse):
+    spec = planner.plan_fft(n, 1000, inverse, "backward", limits)
+    assert len(spec.passes) == 1  # the whole transform is ONE pass
+    p = spec.passes[0]
+    assert p.shared_bytes <= limits.max_shared_bytes
+    assert p.invocations <= limits.max_invocations
+    assert p.butterflies_per_thread * max(p.radices) <= 64
+
+
+def test_stockham_strides():
+    p = planner.stockham_pass(4096, False, 1.0, GPU)
+    assert p.radices == (4,) * 6
+    assert p.strides == (1, 4, 16, 64, 256, 1024)
+
+
+def test_norm_scale():
+    assert planner.norm_scale(8, "backward", False) == 1.0
+    assert planner.norm_scale(8, "backward", True) == 1 / 8
+    assert planner.norm_scale(8, "forward", False) == 1 / 8
+    assert planner.norm_scale(8, "forward", True) == 1.0
+    assert planner.norm_scale(16, "ortho", True) == 0.25
+
+
+def test_chunks_respect_the_buffer_limit():
+    spec = planner.plan_fft(1024, 100_000, False, "backward", SOFT)
+    assert spec.chunk_lines * 1024 * 8 <= SOFT.max_buffer_bytes
+    assert spec.chunks * spec.chunk_lines >= 100_000
+
+
+@pytest.mark.parametrize("groups", [1, 7, 65535, 65536, 65535 * 65535 + 3])
+def test_split_groups_covers_every_group_once(groups):
+    limits = (65535, 65535, 65535)
+    parts = planner.split_groups(groups, limits)
+    covered = 0
+    for base, gx, gy in parts:
+        assert base == covered
+        assert 1 <= gx <= limits[0] and 1 <= gy <= limits[1]
+        covered += gx * gy
+    assert groups <= covered < groups + parts[-1][1]  # any excess is less than one row
+
+
+def test_tighter_limits():
+    small = Limits(1024, 64, (64, 64, 64), (3, 2, 1), 4096)
+    t = planner.tighter(GPU, small)
+    assert t.max_group_count == (3, 2, 1) and t.max_shared_bytes == 1024
+    assert planner.tighter(GPU, None) is GPU
