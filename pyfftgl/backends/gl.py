@@ -94,6 +94,8 @@ class GLSubmission(Submission):
             self._dispatch_all()
             ctx.finish()
             return float(time.perf_counter_ns() - t0)
+        # glBufferSubData returns before the upload lands; without this the query would time it.
+        ctx.finish()
         query = ctx.query(time=True)
         with query:
             self._dispatch_all()
