@@ -21,6 +21,45 @@ def twiddle_table(n: int) -> np.ndarray:
     return np.exp(-2j * np.pi * m / n).astype(np.complex64)
 
 
+def bluestein_chirp(n: int, inverse: bool) -> np.ndarray:
+    """w[j] = exp(-+i pi j^2 / n), j < n, with j^2 reduced mod 2n exactly in integers.
+
+    Reducing first keeps the float64 angle below 2 pi; a float32 chirp evaluated from j^2 / n
+    directly is wrong by ~1e-2 at n = 1e5.
+    """
+    j = np.arange(n, dtype=np.int64)
+    r = (j * j) % (2 * n)  # exact: j^2 < 2^63 for every n this library plans
+    w = np.exp((1j if inverse else -1j) * np.pi * r.astype(np.float64) / n)
+    return w.astype(np.complex64)
+
+
+def bluestein_kernel(n: int, m: int, inverse: bool) -> np.ndarray:
+    """The spectrum of the convolution kernel conj(w[j]) (j in -(n-1)..n-1, wrapped mod m)."""
+    j = np.arange(n, dtype=np.int64)
+    w = np.exp((1j if inverse else -1j) * np.pi * ((j * j) % (2 * n)).astype(np.float64) / n)
+    c = np.zeros(m, np.complex128)
+    c[:n] = np.conj(w)
+    c[m - n + 1:] = np.conj(w[1:][::-1])
+    return np.fft.fft(c).astype(np.complex64)
+
+
+def build_table(key: tuple) -> np.ndarray:
+    """The complex64 contents of a table named by the planner (StockhamPass.tables())."""
+    kind = key[0]
+    if kind == "twiddle":
+        return twiddle_table(key[1])
+    if kind in ("fourstep_lo", "fourstep_hi"):
+        n, split = key[1], key[2]
+        m = np.arange(split if kind == "fourstep_lo" else -(-n // split), dtype=np.float64)
+        step = 1 if kind == "fourstep_lo" else split
+        return np.exp(-2j * np.pi * (m * step % n) / n).astype(np.complex64)
+    if kind == "chirp":
+        return bluestein_chirp(key[1], key[2])
+    if kind == "bluestein_kernel":
+        return bluestein_kernel(key[1], key[2], key[3])
+    raise KeyError(key)
+
+
 class FFTPlan:
     """A batched 1D complex-to-complex transform of `batch` lines of length n on one device."""
 
@@ -33,20 +72,27 @@ class FFTPlan:
         self.n, self.batch, self.inverse, self.norm = n, batch, inverse, norm
         dev, spec = self.device, self.spec
         lines = spec.chunk_lines
-        self.nbytes = 2 * lines * n * planner.COMPLEX64_BYTES
-        self._src = dev.buffer(lines * n * planner.COMPLEX64_BYTES)
-        self._dst = dev.buffer(lines * n * planner.COMPLEX64_BYTES)
-        self._tw = dev.buffer(max(1, spec.twiddle_n) * planner.COMPLEX64_BYTES,
-                              twiddle_table(spec.twiddle_n) if spec.twiddle_n else None)
-        (p,) = spec.passes
-        program = shaders.get_program(dev, "stockham.comp", p.defines(), PUSH_NAMES)
-        dispatches = [
-            Dispatch(dev.kernel(program, [self._src, self._dst, self._tw], (gx, gy, 1)),
-                     np.array([lines, base], np.uint32))
-            for base, gx, gy in planner.split_groups(p.groups(lines), self.limits.max_group_count)
-        ]
+        # Every table the passes read, concatenated into one buffer (binding 2).
+        offsets, parts, at = {}, [], 0
+        for key in spec.tables():
+            t = build_table(key)
+            offsets[key], at = at, at + t.size
+            parts.append(t)
+        tables = np.concatenate(parts) if parts else np.zeros(1, np.complex64)
+        self._tables = dev.buffer(tables.nbytes, tables)
+        self._buffers = {name: dev.buffer(lines * per_line * planner.COMPLEX64_BYTES)
+                         for name, per_line in spec.buffers}
+        self.nbytes = tables.nbytes + sum(b.nbytes for b in self._buffers.values())
+        dispatches = []
+        for p in spec.passes:
+            program = shaders.get_program(dev, "stockham.comp", p.defines(offsets), PUSH_NAMES)
+            bound = [self._buffers[p.src_buf], self._buffers[p.dst_buf], self._tables]
+            for base, gx, gy in planner.split_groups(p.groups(lines), self.limits.max_group_count):
+                dispatches.append(Dispatch(dev.kernel(program, bound, (gx, gy, 1)),
+                                           np.array([p.line_count(lines), base], np.uint32)))
         self.dispatch_count = len(dispatches)
-        self._submission = dev.record(dispatches, uploads=[self._src], downloads=[self._dst])
+        self._submission = dev.record(dispatches, uploads=[self._buffers["in"]],
+                                      downloads=[self._buffers["out"]])
         self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
 
@@ -55,11 +101,14 @@ class FFTPlan:
         return self.spec.passes
 
     def __repr__(self):
-        (p,) = self.spec.passes
+        s = self.spec
+        parts = ", ".join(f"{p.n}{'x' if p.line_dims != (1, 1) else ''}{list(p.radices)}"
+                          for p in s.passes)
+        conv = f" (convolution length {s.conv_n})" if s.conv_n else ""
         return (f"<FFTPlan n={self.n} batch={self.batch} {'inverse' if self.inverse else 'forward'} "
                 f"norm={self.norm} on {self.device.info.api}:{self.device.info.name}: "
-                f"{len(self.spec.passes)} pass, radices {p.radices}, {p.threads}x{p.lines} "
-                f"invocations, {self.spec.chunks} submission(s), {self.nbytes} bytes>")
+                f"{s.algorithm}{conv}, {len(s.passes)} pass{'es' if len(s.passes) > 1 else ''} "
+                f"[{parts}], {s.chunks} submission(s), {self.nbytes} bytes>")
 
     def execute(self, x: np.ndarray, *, timed: bool = False) -> np.ndarray:
         """Transform x, complex64 of shape (batch, n); returns a new array."""

@@ -5,13 +5,18 @@
 
 #define REGS (BUTTERFLIES * MAX_RADIX)
 
-void dft2(inout vec2 v[REGS], uint o) {
+// The invocation's working registers. Module scope rather than an `inout` parameter: SPIR-V
+// passes arrays by copy, and copying REGS values in and out of every butterfly call made Mesa's
+// LLVM JIT take seconds per kernel.
+vec2 v[REGS];
+
+void dft2(uint o) {
     vec2 a = v[o], b = v[o + 1u];
     v[o] = a + b;
     v[o + 1u] = a - b;
 }
 
-void dft4(inout vec2 v[REGS], uint o) {
+void dft4(uint o) {
     vec2 t0 = v[o] + v[o + 2u], t1 = v[o] - v[o + 2u];
     vec2 t2 = v[o + 1u] + v[o + 3u], t3 = rot_quarter(v[o + 1u] - v[o + 3u]);
     v[o] = t0 + t2;
@@ -21,7 +26,7 @@ void dft4(inout vec2 v[REGS], uint o) {
 }
 
 #if MAX_RADIX >= 8
-void dft8(inout vec2 v[REGS], uint o) {
+void dft8(uint o) {
     const float c = 0.70710678118654752;
     // Two radix-4 DFTs on the even and odd samples, then the radix-2 combine with W8^k.
     vec2 e0 = v[o] + v[o + 4u], e1 = v[o] - v[o + 4u];
@@ -48,7 +53,7 @@ void dft8(inout vec2 v[REGS], uint o) {
 const float odd_cos[] = ODD_COS;
 const float odd_sin[] = ODD_SIN;
 
-void dft_odd(uint R, uint table, inout vec2 v[REGS], uint o) {
+void dft_odd(uint R, uint table, uint o) {
     vec2 s[6], d[6];  // R <= 13
     vec2 x0 = v[o], y0 = x0;
     uint half_r = (R - 1u) / 2u;
@@ -74,27 +79,27 @@ void dft_odd(uint R, uint table, inout vec2 v[REGS], uint o) {
 #endif
 
 // Dispatch on a radix that is a compile-time constant after inlining, so the switch folds away.
-void dft(uint R, inout vec2 v[REGS], uint o) {
+void dft(uint R, uint o) {
     switch (R) {
-    case 2u: dft2(v, o); break;
-    case 4u: dft4(v, o); break;
+    case 2u: dft2(o); break;
+    case 4u: dft4(o); break;
 #if MAX_RADIX >= 8
-    case 8u: dft8(v, o); break;
+    case 8u: dft8(o); break;
 #endif
 #ifdef ODD_OFFSET_3
-    case 3u: dft_odd(3u, ODD_OFFSET_3, v, o); break;
+    case 3u: dft_odd(3u, ODD_OFFSET_3, o); break;
 #endif
 #ifdef ODD_OFFSET_5
-    case 5u: dft_odd(5u, ODD_OFFSET_5, v, o); break;
+    case 5u: dft_odd(5u, ODD_OFFSET_5, o); break;
 #endif
 #ifdef ODD_OFFSET_7
-    case 7u: dft_odd(7u, ODD_OFFSET_7, v, o); break;
+    case 7u: dft_odd(7u, ODD_OFFSET_7, o); break;
 #endif
 #ifdef ODD_OFFSET_11
-    case 11u: dft_odd(11u, ODD_OFFSET_11, v, o); break;
+    case 11u: dft_odd(11u, ODD_OFFSET_11, o); break;
 #endif
 #ifdef ODD_OFFSET_13
-    case 13u: dft_odd(13u, ODD_OFFSET_13, v, o); break;
+    case 13u: dft_odd(13u, ODD_OFFSET_13, o); break;
 #endif
     default: break;
     }

@@ -81,3 +81,53 @@ def test_tighter_limits():
     t = planner.tighter(GPU, small)
     assert t.max_group_count == (3, 2, 1) and t.max_shared_bytes == 1024
     assert planner.tighter(GPU, None) is GPU
+
+
+# --- multi-pass and Bluestein -------------------------------------------------------------------
+
+def single_pass_max(limits):
+    return limits.max_shared_bytes // 8
+
+
+@pytest.mark.parametrize("limits", [GPU, SOFT])
+def test_pass_counts_by_size(limits):
+    assert len(planner.plan_fft(single_pass_max(limits), 1, False, "backward", limits).passes) == 1
+    assert planner.plan_fft(8192, 1, False, "backward", limits).algorithm == "four-step"
+    assert len(planner.plan_fft(2**20, 1, False, "backward", limits).passes) == 2
+    for n in (2**24, 2**27, 3**15, 5**10, 7**8):
+        spec = planner.plan_fft(n, 1, False, "backward", GPU)
+        assert spec.algorithm in ("stockham", "four-step") and len(spec.passes) <= 3
+
+
+def test_multipass_factors_multiply_back():
+    for n in (8192, 5400, 7776, 2**20, 2**24, 3**15):
+        spec = planner.plan_fft(n, 1, False, "backward", SOFT)
+        assert math.prod(p.n for p in spec.passes) == n
+        # strided passes move whole tiles of lines through shared memory
+        for p in spec.passes[:-1]:
+            assert p.load_tiled and p.store_tiled and p.lines == planner.TILE_LINES
+        assert spec.passes[-1].store_tiled
+
+
+def test_bluestein_only_where_needed():
+    for n in range(1, 3000):
+        spec = planner.plan_fft(n, 1, False, "backward", SOFT)
+        smooth = set(planner.prime_factors(n)) <= {2, 3, 5, 7, 11, 13}
+        assert (spec.algorithm == "bluestein") == (not smooth), n
+
+
+@pytest.mark.parametrize("n", [17, 2011, 4099, 65537, 100003, 4099 * 64])
+def test_bluestein_convolution_length(n):
+    spec = planner.plan_fft(n, 1, False, "backward", SOFT)
+    m = spec.conv_n
+    assert spec.algorithm == "bluestein" and m >= 2 * n - 1
+    assert set(planner.prime_factors(m)) <= {2, 3, 5, 7}
+    assert m < 2 * (2 * n - 1)  # never worse than the next power of two
+    assert len(spec.passes) <= 6  # a forward and an inverse transform of <= 3 passes each
+    assert spec.passes[0].pre_mul == ("chirp", n, False)
+    assert spec.passes[-1].post_mul == ("chirp", n, False)
+
+
+def test_line_too_long_for_any_buffer_names_the_limit():
+    with pytest.raises(ValueError, match="largest storage buffer"):
+        planner.plan_fft(2**25, 1, False, "backward", SOFT)
