@@ -12,7 +12,6 @@ from . import planner, shaders
 from .backends import get_device
 from .backends.base import Device, Dispatch, Limits
 
-PUSH_NAMES = ("lines_total", "group_base")
 
 
 def twiddle_table(n: int) -> np.ndarray:
@@ -85,11 +84,11 @@ class FFTPlan:
         self.nbytes = tables.nbytes + sum(b.nbytes for b in self._buffers.values())
         dispatches = []
         for p in spec.passes:
-            program = shaders.get_program(dev, "stockham.comp", p.defines(offsets), PUSH_NAMES)
+            program = shaders.get_program(dev, "stockham.comp", p.defines(offsets), planner.PUSH_NAMES)
             bound = [self._buffers[p.src_buf], self._buffers[p.dst_buf], self._tables]
             for base, gx, gy in planner.split_groups(p.groups(lines), self.limits.max_group_count):
                 dispatches.append(Dispatch(dev.kernel(program, bound, (gx, gy, 1)),
-                                           np.array([p.line_count(lines), base], np.uint32)))
+                                           np.array(p.push(lines, base), np.uint32)))
         self.dispatch_count = len(dispatches)
         self._submission = dev.record(dispatches, uploads=[self._buffers["in"]],
                                       downloads=[self._buffers["out"]])

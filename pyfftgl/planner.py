@@ -18,8 +18,13 @@ _ODD_PRIMES = (3, 5, 7, 11, 13)
 # Invocations per workgroup we aim for: enough to hide latency, small enough for every driver.
 TARGET_INVOCATIONS = 256
 COMPLEX64_BYTES = 8
+# The uint32 push constants of stockham.comp, in order.
+PUSH_NAMES = ("lines_total", "group_base", "in_len", "in_batch", "out_len", "out_batch")
 # Lines per workgroup in strided passes: 4 complex64 = 32 bytes, one memory sector per access.
 TILE_LINES = 4
+# Complex values an invocation keeps in registers: aim for REGISTER_TARGET, never above MAX.
+REGISTER_TARGET = 32
+MAX_REGISTERS = 64
 
 
 def prime_factors(n: int) -> dict[int, int]:
@@ -122,7 +127,7 @@ class StockhamPass:
 
     @property
     def butterflies_per_thread(self) -> int:
-        return max((-(-(self.n // r) // self.threads) for r in self.radices), default=1)
+        return _butterflies(self.n, self.radices, self.threads)
 
     @property
     def uses_shared(self) -> bool:
@@ -169,10 +174,14 @@ class StockhamPass:
         for prefix, lay in (("IN", self.src), ("OUT", self.dst)):
             if lay is None:
                 continue
-            d.update({f"{prefix}_BATCH": f"{lay.batch}u", f"{prefix}_S0": f"{lay.s0}u",
-                      f"{prefix}_S1": f"{lay.s1}u", f"{prefix}_E": f"{lay.e}u"})
-            if lay.length is not None:
-                d[f"{prefix}_LEN"] = f"{lay.length}u"
+            d.update({f"{prefix}_S0": f"{lay.s0}u", f"{prefix}_S1": f"{lay.s1}u",
+                      f"{prefix}_E": f"{lay.e}u"})
+            if lay.length is None:
+                d[f"{prefix}_BATCH"] = f"{lay.batch}u"
+            else:
+                # A bounded line (Bluestein's input and output): its length and batch stride
+                # are push constants, so every n with the same convolution length shares code.
+                d[f"{prefix}_DYNAMIC"] = 1
         d["LOAD_TILED"], d["STORE_TILED"] = int(self.load_tiled), int(self.store_tiled)
         if self.fourstep_n:
             split = fourstep_split(self.fourstep_n)
@@ -185,6 +194,13 @@ class StockhamPass:
         if self.post_mul is not None:
             d["POST_MUL"] = f"{offsets[self.post_mul]}u"
         return d
+
+    def push(self, batch: int, group_base: int = 0) -> list[int]:
+        """The push constants (see PUSH_NAMES) of a dispatch covering `batch` batch lines."""
+        src = self.src or Layout(self.n)
+        dst = self.dst or Layout(self.n)
+        return [self.line_count(batch), group_base, src.length or 0, src.batch,
+                dst.length or 0, dst.batch]
 
     def line_count(self, batch: int) -> int:
         return batch * self.line_dims[0] * self.line_dims[1]
@@ -220,16 +236,27 @@ class FFTPlanSpec:
         return -(-self.batch // self.chunk_lines)
 
     def tables(self) -> list[tuple]:
+        """Every table the passes read, the chirp last: then each other table's offset depends
+        on the convolution length alone, and the programs of equal-length plans are equal."""
         seen = []
         for p in self.passes:
             seen += [t for t in p.tables() if t not in seen]
-        return seen
+        return sorted(seen, key=lambda t: t[0] == "chirp")
+
+
+def _butterflies(n: int, radices, threads: int) -> int:
+    return max((-(-(n // r) // threads) for r in radices), default=1)
 
 
 def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None) -> tuple[int, int]:
     """(threads per line, lines per workgroup) for a line of length n."""
     cap = min(TARGET_INVOCATIONS, limits.max_invocations, limits.max_group_size[0])
-    threads = max(1, min(n // max(radices, default=1), cap))
+    rmax = max(radices, default=1)
+    threads = max(1, min(n // rmax, cap))
+    # Small radices after a large one leave each invocation many butterflies in registers sized
+    # for the large radix; more invocations keep that under REGISTER_TARGET complex values.
+    while threads < cap and _butterflies(n, radices, threads) * rmax > REGISTER_TARGET:
+        threads = min(cap, threads * 2)
     if lines_wanted is None:
         lines = max(1, TARGET_INVOCATIONS // threads)
     else:
@@ -257,7 +284,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     threads, lines = _workgroup(n, radices, limits, tile_lines)
     p = StockhamPass(n, radices, threads, lines, inverse, scale, **kw)
     # Registers per invocation stay bounded: beyond ~64 complex values the compiler spills.
-    if p.butterflies_per_thread * max(radices, default=1) > 64:
+    if p.butterflies_per_thread * max(radices, default=1) > MAX_REGISTERS:
         return None
     return p
 
@@ -269,7 +296,8 @@ def _fast_factors(n: int, limits: Limits) -> list[int] | None:
     if radices_for(n) is None:
         return None
     fmax = limits.max_shared_bytes // (COMPLEX64_BYTES * TILE_LINES)
-    ok = [d for d in range(2, min(n, fmax) + 1) if n % d == 0 and radices_for(d) is not None]
+    ok = [d for d in range(2, min(n, fmax) + 1) if n % d == 0 and
+          stockham_pass(d, False, 1.0, limits, tile_lines=TILE_LINES) is not None]
     best = None
     for a in ok:
         if n // a in ok:
@@ -335,16 +363,21 @@ def _passes(n: int, factors: list[int], inverse: bool, scale: float, limits: Lim
 
 
 def smooth_length(m: int, limits: Limits) -> int:
-    """The smallest length >= m that the radix passes handle (Bluestein's convolution length).
+    """Bluestein's convolution length: the smallest 2^a * c >= m with c in 1, 3, 5, 7, 9.
 
-    Only 2, 3, 5, 7-smooth lengths are considered: the larger odd radices cost more flops.
+    Mostly radix-4/8 stages with at most two odd ones: cheap butterflies, and few distinct
+    lengths, so many transform lengths share the same compiled convolution programs.
     """
-    k = m
-    while True:
-        f = prime_factors(k)
-        if set(f) <= {2, 3, 5, 7} and _fast_factors(k, limits) is not None:
-            return k
-        k += 1
+    best = None
+    for c in (1, 3, 5, 7, 9):
+        k = c
+        while k < m:
+            k *= 2
+        if _fast_factors(k, limits) is not None and (best is None or k < best):
+            best = k
+    if best is None:
+        raise ValueError(f"no convolution length >= {m} fits this device")
+    return best
 
 
 def _chunk_lines(batch: int, elements_per_line: int, limits: Limits) -> int:

@@ -8,7 +8,8 @@
 //   line l = d0 + LINE_D0 * (d1 + LINE_D1 * d2), d2 being the batch index
 //   input element i of line l: IN_BATCH * d2 + (IN_S0 * d0 + IN_S1 * d1 + IN_E * i)
 //   output element k likewise with OUT_*; the parenthesised part is the offset within the batch
-//   line, which IN_LEN / OUT_LEN bound (reads past IN_LEN are zeros, writes past OUT_LEN dropped)
+//   line. With IN_DYNAMIC / OUT_DYNAMIC the batch stride and a bound on that offset come from
+//   push constants instead (reads past the bound are zeros, writes past it are dropped).
 // Switches: LOAD_TILED / STORE_TILED move the data between global and shared memory with the
 // LINES lines of a workgroup as the fastest index, so strided (column) accesses coalesce;
 // FOURSTEP_TW_N multiplies output k of line d0 by exp(-+2 pi i d0 k / FOURSTEP_TW_N) (the fused
@@ -62,6 +63,12 @@
 #ifndef TW_OFFSET
 #define TW_OFFSET 0u
 #endif
+#ifndef IN_DYNAMIC
+#define IN_DYNAMIC 0
+#endif
+#ifndef OUT_DYNAMIC
+#define OUT_DYNAMIC 0
+#endif
 #ifndef LOAD_TILED
 #define LOAD_TILED 0
 #endif
@@ -78,7 +85,21 @@ layout(std430, binding = 0) readonly buffer Src { vec2 src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { vec2 dst[]; };
 layout(std430, binding = 2) readonly buffer Tables { vec2 table[]; };
 
-PUSH_CONSTANTS(uint lines_total; uint group_base;)
+PUSH_CONSTANTS(uint lines_total; uint group_base; uint in_len; uint in_batch; uint out_len;
+               uint out_batch;)
+
+#if IN_DYNAMIC
+#define IN_BATCH_V pc.in_batch
+#define IN_LEN_V pc.in_len
+#else
+#define IN_BATCH_V IN_BATCH
+#endif
+#if OUT_DYNAMIC
+#define OUT_BATCH_V pc.out_batch
+#define OUT_LEN_V pc.out_len
+#else
+#define OUT_BATCH_V OUT_BATCH
+#endif
 
 #if USES_SHARED
 shared vec2 sh[LINES * N];
@@ -101,10 +122,10 @@ vec2 load(uint line, uint i) {
     if (line >= pc.lines_total) return vec2(0.0);
     LineAddr a = line_addr(line);
     uint off = IN_S0 * a.d0 + IN_S1 * a.d1 + IN_E * i;
-#ifdef IN_LEN
-    if (off >= IN_LEN) return vec2(0.0);
+#ifdef IN_LEN_V
+    if (off >= IN_LEN_V) return vec2(0.0);
 #endif
-    vec2 x = src[IN_BATCH * a.batch + off];
+    vec2 x = src[IN_BATCH_V * a.batch + off];
 #ifdef PRE_MUL
     x = cmul(x, table[PRE_MUL + off]);
 #endif
@@ -128,8 +149,8 @@ void store(uint line, uint k, vec2 x) {
     if (line >= pc.lines_total) return;
     LineAddr a = line_addr(line);
     uint off = OUT_S0 * a.d0 + OUT_S1 * a.d1 + OUT_E * k;
-#ifdef OUT_LEN
-    if (off >= OUT_LEN) return;
+#ifdef OUT_LEN_V
+    if (off >= OUT_LEN_V) return;
 #endif
 #ifdef FOURSTEP_TW_N
     x = cmul(x, fourstep_twiddle(a.d0 * k));
@@ -137,7 +158,7 @@ void store(uint line, uint k, vec2 x) {
 #ifdef POST_MUL
     x = cmul(x, table[POST_MUL + off]);
 #endif
-    dst[OUT_BATCH * a.batch + off] = x * SCALE;
+    dst[OUT_BATCH_V * a.batch + off] = x * SCALE;
 }
 
 // One radix-R Stockham stage with Ns = product of the earlier radices. Butterfly j reads

@@ -70,7 +70,9 @@ def test_double_precision_is_refused_until_supported(dtype):
         pyfftgl.fft(np.ones(8, dtype))
 
 
-def test_unsupported_length_raises_not_implemented_naming_it(monkeypatch):
-    monkeypatch.undo()  # planning runs, but must stop before any dispatch
-    with pytest.raises(NotImplementedError, match="8209"):
-        pyfftgl.fft(np.ones(8209, np.complex64))  # a prime above the one-dispatch limit
+def test_line_beyond_the_buffer_limit_is_refused_before_allocating(monkeypatch):
+    monkeypatch.undo()  # planning runs, but must stop before any buffer or dispatch
+    from pyfftgl.backends.base import Limits
+    tiny = Limits(32768, 1024, (1024, 1024, 64), (65535, 65535, 65535), 4096)
+    with pytest.raises(ValueError, match=r"largest storage buffer \(4096 bytes\)"):
+        pyfftgl.FFTPlan(1024, 1, False, limits=tiny)

@@ -1,0 +1,79 @@
+"""Every kind of length on both backends: all n up to 1024, powers of the radices up to what the
+software drivers hold, four-step pass-count boundaries, and Bluestein primes."""
+import numpy as np
+import pytest
+
+import pyfftgl
+from pyfftgl import planner
+from pyfftgl.backends import get_device
+from conftest import assert_accurate, random_complex
+
+
+def check(n, batch, backend, inverse=False):
+    x = random_complex((batch, n), seed=n % 1000 + batch)
+    plan = pyfftgl.FFTPlan(n, batch, inverse, backend=backend)
+    ref = (np.fft.ifft if inverse else np.fft.fft)(x.astype(np.complex128))
+    factor = 2.0 if plan.spec.algorithm == "bluestein" else 1.0
+    assert_accurate(plan.execute(x), ref, n, factor)
+    return plan
+
+
+def test_every_length_up_to_1024(backend):
+    for n in range(1, 1025):
+        check(n, 2, backend)
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_inverse_of_a_sample_of_lengths(backend, seed):
+    for n in np.random.default_rng(seed).choice(np.arange(1, 1025), 48, replace=False):
+        check(int(n), 3, backend, inverse=True)
+
+
+def radix_powers(limit_elements):
+    out = []
+    for p in (2, 3, 5, 7):
+        k = p
+        while k <= limit_elements:
+            out.append(k)
+            k *= p
+    return out
+
+
+def test_powers_of_2_3_5_7_up_to_the_buffer_limit(backend):
+    limits = get_device(backend).info.limits
+    biggest = limits.max_buffer_bytes // 8
+    sizes = radix_powers(min(biggest, 2**24))
+    assert 2**24 in sizes or biggest < 2**24
+    for n in sizes:
+        batch = 1 if n > 2**16 else 3
+        plan = check(n, batch, backend)
+        assert len(plan.passes) <= 3
+
+
+@pytest.mark.parametrize("n", [2011, 5400, 7776, 8192, 4099, 65537, 100003, 4099 * 32, 65537 * 4,
+                               8209 * 8])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_named_lengths(backend, n, batch):
+    check(n, batch, backend)
+
+
+def first_above(n, passes, limits):
+    """The smallest length > n that plans without Bluestein into `passes` passes."""
+    k = n + 1
+    while True:
+        spec = planner.plan_fft(k, 1, False, "backward", limits)
+        if spec.algorithm != "bluestein" and len(spec.passes) == passes:
+            return k
+        k += 1
+
+
+def test_lengths_just_above_each_pass_count_boundary(backend):
+    limits = get_device(backend).info.limits
+    one = limits.max_shared_bytes // 8
+    assert len(check(one, 2, backend).passes) == 1
+    check(one + 1, 2, backend)  # the first length past the one-pass limit (Bluestein for 4097)
+    two = first_above(one, 2, limits)
+    assert len(check(two, 2, backend).passes) == 2
+    fmax = limits.max_shared_bytes // (8 * planner.TILE_LINES)
+    three = first_above(fmax * fmax, 3, limits)
+    assert len(check(three, 1, backend).passes) == 3
