@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
 NORMS = ("backward", "ortho", "forward")
 
 
-def as_array(a) -> np.ndarray:
+def as_array(a, name: str = "fft") -> np.ndarray:
     """The input as an ndarray, rejecting dtypes numpy.fft rejects, with numpy's exception types."""
     arr = np.asarray(a)
     kind = arr.dtype.kind
@@ -19,8 +20,8 @@ def as_array(a) -> np.ndarray:
             "pyfftgl transforms numeric arrays only.")
     if kind == "O":
         raise TypeError(
-            "ufunc 'fft' not supported for the input types, and the inputs could not be safely "
-            "coerced to any supported types according to the casting rule ''safe''")
+            f"ufunc '{name}' not supported for the input types, and the inputs could not be "
+            "safely coerced to any supported types according to the casting rule ''safe''")
     return arr
 
 
@@ -33,14 +34,81 @@ def norm(value) -> str:
 
 
 def axis(value, ndim: int) -> int:
-    """A non-negative axis; numpy.fft raises IndexError for an axis outside a.shape."""
+    """A non-negative axis. numpy.fft raises IndexError for an axis outside a.shape; AxisError is
+    both an IndexError and a ValueError, as numpy's own axis checks raise."""
     try:
         ax = operator.index(value)
     except TypeError:
         raise TypeError(f"tuple indices must be integers or slices, not {type(value).__name__}") from None
     if not -ndim <= ax < ndim:
-        raise IndexError("tuple index out of range")
+        raise np.exceptions.AxisError(ax, ndim)
     return ax % ndim
+
+
+def shape_and_axes(arr: np.ndarray, s, axes, invreal: bool = False) -> tuple[list[int], list[int]]:
+    """numpy 2's (s, axes) for the N-D functions: defaults, the deprecated s-without-axes form,
+    -1 for "the input's length", and the irfftn default for the last axis."""
+    if arr.ndim == 0:
+        raise IndexError("tuple index out of range")
+    shapeless = s is None
+    if axes is not None:
+        axes = [axis(ax, arr.ndim) for ax in axes]
+    if shapeless:
+        s = list(arr.shape) if axes is None else [arr.shape[ax] for ax in axes]
+    s = list(s)
+    if axes is None:
+        if not shapeless:
+            warnings.warn("`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy "
+                          "2.0).", DeprecationWarning, stacklevel=4)
+        if len(s) > arr.ndim:
+            raise ValueError("Shape and axes have different lengths.")
+        axes = list(range(arr.ndim - len(s), arr.ndim))
+    if len(s) != len(axes):
+        raise ValueError("Shape and axes have different lengths.")
+    if invreal and shapeless:
+        s[-1] = (arr.shape[axes[-1]] - 1) * 2
+    out = []
+    for n, ax in zip(s, axes):
+        n = arr.shape[ax] if n is None or n == -1 else operator.index(n)
+        if n < 1:
+            raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
+        out.append(n)
+    return out, axes
+
+
+def distinct_runs(pairs: list) -> list[list]:
+    """Split (axis, n) pairs, in execution order, into runs without a repeated axis."""
+    runs, seen = [[]], set()
+    for ax, n in pairs:
+        if ax in seen:
+            runs.append([])
+            seen = set()
+        runs[-1].append((ax, n))
+        seen.add(ax)
+    return [r for r in runs if r]
+
+
+def fit(x: np.ndarray, axes, sizes) -> np.ndarray:
+    """x cropped or zero-padded to `sizes` along `axes`, as numpy.fft does with n / s."""
+    for ax, n in zip(axes, sizes):
+        m = x.shape[ax]
+        if m > n:
+            x = x[(slice(None),) * ax + (slice(0, n),)]
+        elif m < n:
+            shape = list(x.shape)
+            shape[ax] = n
+            y = np.zeros(shape, x.dtype)
+            y[(slice(None),) * ax + (slice(0, m),)] = x
+            x = y
+    return x
+
+
+def real_dtype(dtype: np.dtype, name: str) -> None:
+    """rfft-style functions take real input only; single precision only."""
+    if dtype.kind == "c":
+        raise TypeError(f"ufunc '{name}' does not support complex input: pass real data "
+                        "(numpy.fft.{name} raises TypeError too)")
+    complex_dtype(dtype)
 
 
 def length(n, default: int) -> int:
@@ -60,15 +128,3 @@ def complex_dtype(dtype: np.dtype) -> np.dtype:
         f"pyfftgl computes in single precision: numpy.fft would return {result} for {dtype} input, "
         "which pyfftgl does not support yet. Pass float32 or complex64 data "
         "(e.g. a.astype(np.complex64)).")
-
-
-def fit_length(x: np.ndarray, n: int) -> np.ndarray:
-    """x (transform axis last) cropped or zero-padded to n along the last axis, as numpy does."""
-    m = x.shape[-1]
-    if m == n:
-        return x
-    if m > n:
-        return x[..., :n]
-    out = np.zeros(x.shape[:-1] + (n,), x.dtype)
-    out[..., :m] = x
-    return out

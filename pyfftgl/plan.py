@@ -59,18 +59,13 @@ def build_table(key: tuple) -> np.ndarray:
     raise KeyError(key)
 
 
-class FFTPlan:
-    """A batched 1D complex-to-complex transform of `batch` lines of length n on one device."""
+class TransformPlan:
+    """Complex transforms over `axes` of a C-contiguous complex64 array of `shape`, bound to one
+    device: buffers, tables and programs allocated once, every pass recorded in one submission."""
 
-    def __init__(self, n: int, batch: int, inverse: bool, norm: str = "backward",
-                 backend=None, limits: Limits | None = None):
-        """`limits` plans as if the device were smaller (never larger) than it is."""
-        self.device: Device = get_device(backend)
-        self.limits = planner.tighter(self.device.info.limits, limits)
-        self.spec = planner.plan_fft(n, batch, inverse, norm, self.limits)
-        self.n, self.batch, self.inverse, self.norm = n, batch, inverse, norm
-        dev, spec = self.device, self.spec
-        lines = spec.chunk_lines
+    def __init__(self, spec: planner.TransformSpec, device: Device, limits: Limits, norm: str):
+        self.spec, self.device, self.limits, self.norm = spec, device, limits, norm
+        dev, units = device, spec.units
         # Every table the passes read, concatenated into one buffer (binding 2).
         offsets, parts, at = {}, [], 0
         for key in spec.tables():
@@ -79,16 +74,16 @@ class FFTPlan:
             parts.append(t)
         tables = np.concatenate(parts) if parts else np.zeros(1, np.complex64)
         self._tables = dev.buffer(tables.nbytes, tables)
-        self._buffers = {name: dev.buffer(lines * per_line * planner.COMPLEX64_BYTES)
-                         for name, per_line in spec.buffers}
+        self._buffers = {name: dev.buffer(units * per_unit * planner.COMPLEX64_BYTES)
+                         for name, per_unit in spec.buffers}
         self.nbytes = tables.nbytes + sum(b.nbytes for b in self._buffers.values())
         dispatches = []
         for p in spec.passes:
-            program = shaders.get_program(dev, "stockham.comp", p.defines(offsets), planner.PUSH_NAMES)
+            program = shaders.get_program(dev, p.kernel, p.defines(offsets), planner.PUSH_NAMES)
             bound = [self._buffers[p.src_buf], self._buffers[p.dst_buf], self._tables]
-            for base, gx, gy in planner.split_groups(p.groups(lines), self.limits.max_group_count):
+            for base, gx, gy in planner.split_groups(p.groups(units), limits.max_group_count):
                 dispatches.append(Dispatch(dev.kernel(program, bound, (gx, gy, 1)),
-                                           np.array(p.push(lines, base), np.uint32)))
+                                           np.array(p.push(units, base), np.uint32)))
         self.dispatch_count = len(dispatches)
         self._submission = dev.record(dispatches, uploads=[self._buffers["in"]],
                                       downloads=[self._buffers["out"]])
@@ -99,36 +94,61 @@ class FFTPlan:
     def passes(self):
         return self.spec.passes
 
+    @property
+    def shape(self):
+        return self.spec.shape
+
     def __repr__(self):
         s = self.spec
-        parts = ", ".join(f"{p.n}{'x' if p.line_dims != (1, 1) else ''}{list(p.radices)}"
-                          for p in s.passes)
+        parts = ", ".join(f"{p.n}{list(p.radices)}" for p in s.passes)
         conv = f" (convolution length {s.conv_n})" if s.conv_n else ""
-        return (f"<FFTPlan n={self.n} batch={self.batch} {'inverse' if self.inverse else 'forward'} "
-                f"norm={self.norm} on {self.device.info.api}:{self.device.info.name}: "
-                f"{s.algorithm}{conv}, {len(s.passes)} pass{'es' if len(s.passes) > 1 else ''} "
-                f"[{parts}], {s.chunks} submission(s), {self.nbytes} bytes>")
+        return (f"<{type(self).__name__} shape={s.shape} axes={s.axes} "
+                f"{'inverse' if s.inverse else 'forward'} norm={self.norm} on "
+                f"{self.device.info.api}:{self.device.info.name}: {s.algorithm}{conv}, "
+                f"{len(s.passes)} pass{'es' if len(s.passes) > 1 else ''} [{parts}], "
+                f"{s.chunks} submission(s), {self.nbytes} bytes>")
 
     def execute(self, x: np.ndarray, *, timed: bool = False) -> np.ndarray:
-        """Transform x, complex64 of shape (batch, n); returns a new array."""
-        if x.dtype != np.complex64 or x.shape != (self.batch, self.n):
-            raise ValueError(f"plan expects complex64 of shape {(self.batch, self.n)}, "
+        """Transform x, complex64 of the plan's shape; returns a new complex64 array of the
+        plan's output shape (for real steps: real samples viewed as complex pairs)."""
+        spec = self.spec
+        if x.dtype != np.complex64 or x.shape != spec.shape:
+            raise ValueError(f"plan expects complex64 of shape {spec.shape}, "
                              f"got {x.dtype} {x.shape}")
         x = np.ascontiguousarray(x)
-        out = np.empty_like(x)
-        lines = self.spec.chunk_lines
+        out = np.empty(spec.out_shape, np.complex64)
+        if spec.whole:  # one chunk: the whole array
+            x, out_view = x[np.newaxis], out[np.newaxis]
+        else:
+            out_view = out
         total = 0.0
         with self._lock:  # the plan's buffers are shared by every call
-            for lo in range(0, self.batch, lines):
-                hi = min(self.batch, lo + lines)
-                gpu = self._submission.run([x[lo:hi]], timed=timed)
-                total += gpu or 0.0
-                res = self._submission.result(0)
-                out[lo:hi] = res[: (hi - lo) * self.n * 2].view(np.complex64).reshape(hi - lo, self.n)
+            for lo in range(0, x.shape[0], spec.units):
+                hi = min(x.shape[0], lo + spec.units)
+                total += self._submission.run([x[lo:hi]], timed=timed) or 0.0
+                piece = out_view[lo:hi]
+                piece[...] = self._submission.result(0)[: piece.size * 2].view(
+                    np.complex64).reshape(piece.shape)
         self.last_gpu_ns = total if timed else None
         return out
 
     __call__ = execute
+
+
+class FFTPlan(TransformPlan):
+    """A batched 1D complex-to-complex transform of `batch` lines of length n on one device."""
+
+    def __init__(self, n: int, batch: int, inverse: bool, norm: str = "backward",
+                 backend=None, limits: Limits | None = None):
+        """`limits` plans as if the device were smaller (never larger) than it is."""
+        device = get_device(backend)
+        limits = planner.tighter(device.info.limits, limits)
+        super().__init__(planner.plan_fft(n, batch, inverse, norm, limits), device, limits, norm)
+        self.n, self.batch, self.inverse = n, batch, inverse
+
+    @property
+    def dispatches_per_pass(self):
+        return self.dispatch_count / len(self.passes)
 
 
 class PlanCache:
@@ -170,7 +190,14 @@ class PlanCache:
 plan_cache = PlanCache()
 
 
-def cached_fft_plan(n: int, batch: int, inverse: bool, norm: str, backend=None) -> FFTPlan:
+def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=None
+                      ) -> TransformPlan:
+    """The plan running `steps` (planner.plan_steps) on a C-contiguous `shape`, from the cache."""
     device = get_device(backend)
-    key = (id(device), n, batch, inverse, norm)
-    return plan_cache.get(key, lambda: FFTPlan(n, batch, inverse, norm, device))
+    key = (id(device), tuple(shape), tuple(steps))
+
+    def build():
+        limits = device.info.limits
+        spec = planner.plan_steps(tuple(shape), list(steps), limits)
+        return TransformPlan(spec, device, limits, steps[0][-1])
+    return plan_cache.get(key, build)

@@ -7,7 +7,7 @@ into radices, their order, the workgroup shape, and how many lines a submission 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 from .backends.base import Limits
 
@@ -84,15 +84,29 @@ def norm_scale(n: int, norm: str, inverse: bool) -> float:
 class Layout:
     """Where a pass finds (or puts) its lines in a buffer.
 
-    Line l = d0 + D0 * (d1 + D1 * b); element i of it is at b * batch + s0 * d0 + s1 * d1 + e * i.
-    `length` bounds the within-line offset (reads beyond are zeros, writes beyond are dropped).
+    Line l = d0 + D0 * (d1 + D1 * (d2 + D2 * b)); element i of it is at address
+    b * batch + s . (d0, d1, d2) + e * i, and has index idx . (d0, d1, d2) + ie * i along the
+    transformed axis, which `length` bounds. With `dynamic`, the batch stride and the bound come
+    from push constants (Bluestein's edges), so plans of different lengths share programs.
     """
 
     batch: int
-    s0: int = 0
-    s1: int = 0
+    s: tuple[int, int, int] = (0, 0, 0)
     e: int = 1
+    idx: tuple[int, int, int] = (0, 0, 0)
+    ie: int = 1
     length: int | None = None
+    dynamic: bool = False
+
+    def macros(self, prefix: str) -> dict[str, str]:
+        batch = f"pc.{prefix.lower()}_batch" if self.dynamic else f"{self.batch}u"
+        addr = [f"(a).batch * {batch}"] + [f"(a).d{j} * {st}u" for j, st in enumerate(self.s) if st]
+        index = [f"(a).d{j} * {c}u" for j, c in enumerate(self.idx) if c]
+        out = {f"{prefix}_ADDR(a, i)": "(" + " + ".join(addr + [f"(i) * {self.e}u"]) + ")",
+               f"{prefix}_INDEX(a, i)": "(" + " + ".join(index + [f"(i) * {self.ie}u"]) + ")"}
+        if self.length is not None:
+            out[f"{prefix}_LEN"] = f"pc.{prefix.lower()}_len" if self.dynamic else f"{self.length}u"
+        return out
 
 
 @dataclass(frozen=True)
@@ -105,16 +119,20 @@ class StockhamPass:
     lines: int  # lines per workgroup
     inverse: bool
     scale: float
-    line_dims: tuple[int, int] = (1, 1)  # D0, D1; the batch index is the rest
+    line_dims: tuple[int, int, int] = (1, 1, 1)  # D0, D1, D2; the batch index is the rest
     src: Layout | None = None  # None: contiguous lines of length n
     dst: Layout | None = None
     load_tiled: bool = False  # coalesce strided reads through shared memory
     store_tiled: bool = False
-    fourstep_n: int = 0  # fused twiddle exp(-+2 pi i d0 k / fourstep_n) on output k of line d0
-    pre_mul: tuple | None = None  # table multiplying input at its within-line offset
-    post_mul: tuple | None = None  # table multiplying output at its within-line offset
+    fourstep_n: int = 0  # fused twiddle exp(-+2 pi i d k / fourstep_n) on output k
+    fourstep_digit: int = 1  # d = that digit of the line
+    pre_mul: tuple | None = None  # table multiplying input by its index along the axis
+    post_mul: tuple | None = None  # table multiplying output by its index along the axis
     src_buf: str = "in"
     dst_buf: str = "out"
+    per_unit: int = 1  # batch lines (of the axis' layout) per chunk unit
+
+    kernel = "stockham.comp"
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -169,19 +187,12 @@ class StockhamPass:
         }
         if len(self.radices) > 1:
             d["TW_OFFSET"] = f"{offsets.get(('twiddle', self.n), 0)}u"
-        if self.line_dims != (1, 1):
-            d["LINE_D0"], d["LINE_D1"] = (f"{x}u" for x in self.line_dims)
-        for prefix, lay in (("IN", self.src), ("OUT", self.dst)):
-            if lay is None:
-                continue
-            d.update({f"{prefix}_S0": f"{lay.s0}u", f"{prefix}_S1": f"{lay.s1}u",
-                      f"{prefix}_E": f"{lay.e}u"})
-            if lay.length is None:
-                d[f"{prefix}_BATCH"] = f"{lay.batch}u"
-            else:
-                # A bounded line (Bluestein's input and output): its length and batch stride
-                # are push constants, so every n with the same convolution length shares code.
-                d[f"{prefix}_DYNAMIC"] = 1
+        if self.line_dims != (1, 1, 1):
+            d["LINE_D0"], d["LINE_D1"], d["LINE_D2"] = (f"{x}u" for x in self.line_dims)
+        if self.src is not None:
+            d.update(self.src.macros("IN"))
+        if self.dst is not None:
+            d.update(self.dst.macros("OUT"))
         d["LOAD_TILED"], d["STORE_TILED"] = int(self.load_tiled), int(self.store_tiled)
         if self.fourstep_n:
             split = fourstep_split(self.fourstep_n)
@@ -189,59 +200,74 @@ class StockhamPass:
             d["FOURSTEP_SPLIT"] = f"{split}u"
             d["FOURSTEP_LO"] = f"{offsets[('fourstep_lo', self.fourstep_n, split)]}u"
             d["FOURSTEP_HI"] = f"{offsets[('fourstep_hi', self.fourstep_n, split)]}u"
+            d["FOURSTEP_LINE(a)"] = f"(a).d{self.fourstep_digit}"
         if self.pre_mul is not None:
             d["PRE_MUL"] = f"{offsets[self.pre_mul]}u"
         if self.post_mul is not None:
             d["POST_MUL"] = f"{offsets[self.post_mul]}u"
         return d
 
-    def push(self, batch: int, group_base: int = 0) -> list[int]:
-        """The push constants (see PUSH_NAMES) of a dispatch covering `batch` batch lines."""
+    def push(self, units: int, group_base: int = 0) -> list[int]:
+        """The push constants (see PUSH_NAMES) of a dispatch covering `units` batch units."""
         src = self.src or Layout(self.n)
         dst = self.dst or Layout(self.n)
-        return [self.line_count(batch), group_base, src.length or 0, src.batch,
+        return [self.line_count(units), group_base, src.length or 0, src.batch,
                 dst.length or 0, dst.batch]
 
-    def line_count(self, batch: int) -> int:
-        return batch * self.line_dims[0] * self.line_dims[1]
+    def line_count(self, units: int) -> int:
+        return units * self.per_unit * self.line_dims[0] * self.line_dims[1] * self.line_dims[2]
 
-    def groups(self, batch: int) -> int:
-        return -(-self.line_count(batch) // self.lines)
+    def groups(self, units: int) -> int:
+        return -(-self.line_count(units) // self.lines)
+
+
+@dataclass(frozen=True)
+class RealPass:
+    """A step of a real transform along an axis (realfft.comp): UNPACK / PACK around a half-length
+    complex FFT for even n on the innermost axis, CROP / EXTEND around a full one otherwise."""
+
+    mode: int  # 1 unpack, 2 pack, 3 crop, 4 extend
+    nreal: int
+    in_axis: int
+    out_axis: int
+    inner: int
+    scale: float
+    per_unit: int  # output elements per chunk unit
+    src_buf: str = "in"
+    dst_buf: str = "out"
+
+    kernel = "realfft.comp"
+    GROUP = 256
+    UNPACK, PACK, CROP, EXTEND = 1, 2, 3, 4
+    n = property(lambda self: self.nreal)
+    radices = ()
+    pre_mul = post_mul = None
+    fourstep_n = 0
+
+    def tables(self) -> list[tuple]:
+        return [("twiddle", self.nreal)] if self.mode in (1, 2) else []
+
+    def defines(self, offsets: dict | None = None) -> dict[str, object]:
+        d = {"MODE": self.mode, "NREAL": f"{self.nreal}u", "IN_AXIS": f"{self.in_axis}u",
+             "OUT_AXIS": f"{self.out_axis}u", "INNER": f"{self.inner}u",
+             "SCALE": float_literal(self.scale), "INVERSE": 0}
+        if self.mode in (1, 2):
+            d["TW_OFFSET"] = f"{(offsets or {}).get(('twiddle', self.nreal), 0)}u"
+        return d
+
+    def line_count(self, units: int) -> int:
+        return units * self.per_unit
+
+    def push(self, units: int, group_base: int = 0) -> list[int]:
+        return [self.line_count(units), group_base, 0, 0, 0, 0]
+
+    def groups(self, units: int) -> int:
+        return -(-self.line_count(units) // self.GROUP)
 
 
 def fourstep_split(n: int) -> int:
     """The low-table length of a two-level twiddle table for W_n: about sqrt(n)."""
     return 1 << max(0, (n - 1).bit_length() + 1) // 2
-
-
-@dataclass(frozen=True)
-class FFTPlanSpec:
-    """A batched 1D complex transform: `batch` contiguous lines of length n, as a list of passes.
-
-    `buffers` gives the complex elements per batch line of every buffer the passes name
-    ("in" and "out" are the transform's input and output).
-    """
-
-    n: int
-    batch: int
-    inverse: bool
-    passes: tuple[StockhamPass, ...]
-    chunk_lines: int  # lines per submission, bounded by the device's largest storage buffer
-    algorithm: str = "stockham"  # "stockham", "four-step" or "bluestein"
-    buffers: tuple[tuple[str, int], ...] = ()
-    conv_n: int = 0  # Bluestein's convolution length
-
-    @property
-    def chunks(self) -> int:
-        return -(-self.batch // self.chunk_lines)
-
-    def tables(self) -> list[tuple]:
-        """Every table the passes read, the chirp last: then each other table's offset depends
-        on the convolution length alone, and the programs of equal-length plans are equal."""
-        seen = []
-        for p in self.passes:
-            seen += [t for t in p.tables() if t not in seen]
-        return sorted(seen, key=lambda t: t[0] == "chirp")
 
 
 def _butterflies(n: int, radices, threads: int) -> int:
@@ -289,9 +315,72 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     return p
 
 
-def _fast_factors(n: int, limits: Limits) -> list[int] | None:
-    """n as 1 to 3 factors that each run as a tiled one-dispatch pass, balanced; None if none."""
-    if stockham_pass(n, False, 1.0, limits) is not None:
+@dataclass(frozen=True)
+class TransformSpec:
+    """Passes over a C-contiguous array of `shape` (complex64 elements).
+
+    `units` is how many indices of axis 0 one submission holds (axis 0 is cut into chunks to fit
+    the device's largest storage buffer when it is not transformed); `buffers` gives, for each
+    buffer the passes name ("in", "out" and work buffers), its complex elements per unit.
+    """
+
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    inverse: bool
+    passes: tuple
+    units: int
+    buffers: tuple[tuple[str, int], ...]
+    algorithms: tuple[str, ...]  # per transformed axis: "stockham", "four-step" or "bluestein"
+    conv_lengths: tuple[int, ...] = ()  # Bluestein's convolution length per axis (0: none)
+    out_shape: tuple[int, ...] = ()  # complex64 elements of what is downloaded
+    whole: bool = False  # one chunk unit is the whole array (axis 0 is transformed)
+
+    @property
+    def unit_count(self) -> int:
+        return 1 if self.whole else self.shape[0]
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.unit_count // self.units)
+
+    @property
+    def algorithm(self) -> str:
+        return "+".join(dict.fromkeys(self.algorithms))
+
+    @property
+    def conv_n(self) -> int:
+        return max(self.conv_lengths, default=0)
+
+    def tables(self) -> list[tuple]:
+        """Every table the passes read, the chirps last: then each other table's offset depends
+        on the convolution lengths alone, and equal-length plans share their programs."""
+        seen = []
+        for p in self.passes:
+            seen += [t for t in p.tables() if t not in seen]
+        return sorted(seen, key=lambda t: t[0] == "chirp")
+
+
+@dataclass(frozen=True)
+class AxisView:
+    """An axis of a C-contiguous buffer: batch stride, element stride (= the inner extent, whose
+    elements are neighbours), and an optional bound on the index along the axis."""
+
+    batch: int
+    e: int
+    length: int | None = None
+    dynamic: bool = False
+
+    def layout(self, s, e_mult, idx, ie) -> Layout:
+        return Layout(self.batch, tuple(s), self.e * e_mult, tuple(idx), ie, self.length,
+                      self.dynamic)
+
+
+def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | None:
+    """n as 1 to 3 factors that each run as a one-dispatch pass, balanced; None if none.
+
+    `tiled`: the single pass must move whole tiles of lines through shared memory (a strided axis).
+    """
+    if stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES if tiled else None) is not None:
         return [n]
     if radices_for(n) is None:
         return None
@@ -315,54 +404,59 @@ def _fast_factors(n: int, limits: Limits) -> list[int] | None:
     return best
 
 
-def _passes(n: int, factors: list[int], inverse: bool, scale: float, limits: Limits,
-            src: str, dst: str, src_layout: Layout, dst_layout: Layout, temps: list[str],
-            pre_mul=None, post_mul=None) -> list[StockhamPass]:
-    """The passes of a length-n transform factored as `factors` (n = F1 * F2 [* F3]).
+def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, limits: Limits,
+           src: AxisView, dst: AxisView, pre_mul=None, post_mul=None) -> list[StockhamPass]:
+    """The passes of a length-n transform along an axis, factored as `factors` (1 to 3).
 
-    With n = P * Q and n = p + P q, k = kq + Q kp (Cooley-Tukey):
+    Every line has the axis' inner index (stride 1, `inner` values) as digit 0, so strided axes
+    are read and written as tiles of neighbouring lines. With n = P * Q, n = p + P q and
+    k = kq + Q kp (Cooley-Tukey):
         X[kq + Q kp] = sum_p W_n^(p kq) W_P^(p kp) sum_q x[p + P q] W_Q^(q kq)
-    the first pass does the length-Q transforms over q (stride P, tiled) times W_n^(p kq); what
-    is left is a contiguous length-P transform per kq writing with stride Q, done in one pass
-    (two factors) or by the same split once more (three). Only the first pass reads `src` (with
-    its layout and pre-multiply) and only the last writes `dst` (with its layout, post-multiply
-    and `scale`); passes in between use `temps`, contiguous lines of length n.
+    the first pass does the length-Q transforms over q times W_n^(p kq); what is left is a
+    length-P transform per kq writing with stride Q: one more pass (two factors) or the same split
+    once more (three). Only the first pass reads `src` (and pre-multiplies) and only the last
+    writes `dst` (post-multiplies, scales); passes in between use work buffers laid out
+    [batch][axis][inner]. Buffer names are assigned later (assign_buffers).
     """
+    tiled = inner > 1
     t = TILE_LINES
+    work = AxisView(n * inner, inner)
     if len(factors) == 1:
-        p = stockham_pass(n, inverse, scale, limits, src=src_layout, dst=dst_layout,
-                          pre_mul=pre_mul, post_mul=post_mul, src_buf=src, dst_buf=dst)
-        return [p]
-    src_e, src_b, src_len = src_layout.e, src_layout.batch, src_layout.length
+        return [stockham_pass(n, inverse, scale, limits, tile_lines=t if tiled else None,
+                              line_dims=(inner, 1, 1),
+                              src=src.layout((1, 0, 0), 1, (0, 0, 0), 1),
+                              dst=dst.layout((1, 0, 0), 1, (0, 0, 0), 1),
+                              load_tiled=tiled, store_tiled=tiled,
+                              pre_mul=pre_mul, post_mul=post_mul)]
     if len(factors) == 2:
         n1, n2 = factors
-        a = stockham_pass(n2, inverse, 1.0, limits, tile_lines=t, line_dims=(n1, 1),
-                          src=Layout(src_b, s0=src_e, e=n1 * src_e, length=src_len),
-                          dst=Layout(n, s0=1, e=n1), load_tiled=True, store_tiled=True,
-                          fourstep_n=n, pre_mul=pre_mul, src_buf=src, dst_buf=temps[0])
-        b = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(n2, 1),
-                          src=Layout(n, s0=n1, e=1),
-                          dst=Layout(dst_layout.batch, s0=1, e=n2, length=dst_layout.length),
-                          store_tiled=True, post_mul=post_mul, src_buf=temps[0], dst_buf=dst)
+        a = stockham_pass(n2, inverse, 1.0, limits, tile_lines=t, line_dims=(inner, n1, 1),
+                          src=src.layout((1, src.e, 0), n1, (0, 1, 0), n1),
+                          dst=work.layout((1, inner, 0), n1, (0, 1, 0), n1),
+                          load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
+        b = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n2, 1),
+                          src=work.layout((1, n1 * inner, 0), 1, (0, 0, 0), 1),
+                          dst=dst.layout((1, dst.e, 0), n2, (0, 1, 0), n2),
+                          load_tiled=tiled, store_tiled=True, post_mul=post_mul)
         return [a, b]
     n1, n2, n3 = factors
     pp = n1 * n2
-    a = stockham_pass(n3, inverse, 1.0, limits, tile_lines=t, line_dims=(pp, 1),
-                      src=Layout(src_b, s0=src_e, e=pp * src_e, length=src_len),
-                      dst=Layout(n, s0=1, e=pp), load_tiled=True, store_tiled=True,
-                      fourstep_n=n, pre_mul=pre_mul, src_buf=src, dst_buf=temps[0])
-    b = stockham_pass(n2, inverse, 1.0, limits, tile_lines=t, line_dims=(n1, n3),
-                      src=Layout(n, s0=1, s1=pp, e=n1), dst=Layout(n, s0=1, s1=pp, e=n1),
-                      load_tiled=True, store_tiled=True, fourstep_n=pp,
-                      src_buf=temps[0], dst_buf=temps[1])
-    c = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(n3, n2),
-                      src=Layout(n, s0=pp, s1=n1, e=1),
-                      dst=Layout(dst_layout.batch, s0=1, s1=n3, e=n3 * n2, length=dst_layout.length),
-                      store_tiled=True, post_mul=post_mul, src_buf=temps[1], dst_buf=dst)
+    a = stockham_pass(n3, inverse, 1.0, limits, tile_lines=t, line_dims=(inner, pp, 1),
+                      src=src.layout((1, src.e, 0), pp, (0, 1, 0), pp),
+                      dst=work.layout((1, inner, 0), pp, (0, 1, 0), pp),
+                      load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
+    b = stockham_pass(n2, inverse, 1.0, limits, tile_lines=t, line_dims=(inner, n1, n3),
+                      src=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
+                      dst=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
+                      load_tiled=True, store_tiled=True, fourstep_n=pp)
+    c = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n3, n2),
+                      src=work.layout((1, pp * inner, n1 * inner), 1, (0, 0, 0), 1),
+                      dst=dst.layout((1, dst.e, n3 * dst.e), n3 * n2, (0, 1, n3), n3 * n2),
+                      load_tiled=tiled, store_tiled=True, post_mul=post_mul)
     return [a, b, c]
 
 
-def smooth_length(m: int, limits: Limits) -> int:
+def smooth_length(m: int, limits: Limits, tiled: bool = False) -> int:
     """Bluestein's convolution length: the smallest 2^a * c >= m with c in 1, 3, 5, 7, 9.
 
     Mostly radix-4/8 stages with at most two odd ones: cheap butterflies, and few distinct
@@ -373,54 +467,153 @@ def smooth_length(m: int, limits: Limits) -> int:
         k = c
         while k < m:
             k *= 2
-        if _fast_factors(k, limits) is not None and (best is None or k < best):
+        if _fast_factors(k, limits, tiled) is not None and (best is None or k < best):
             best = k
     if best is None:
         raise ValueError(f"no convolution length >= {m} fits this device")
     return best
 
 
-def _chunk_lines(batch: int, elements_per_line: int, limits: Limits) -> int:
-    line_bytes = elements_per_line * COMPLEX64_BYTES
-    if line_bytes > limits.max_buffer_bytes:
-        raise ValueError(
-            f"one line needs {line_bytes} bytes of device memory, more than this device's "
-            f"largest storage buffer ({limits.max_buffer_bytes} bytes)")
-    return max(1, min(batch, limits.max_buffer_bytes // line_bytes))
-
-
-def plan_fft(n: int, batch: int, inverse: bool, norm: str, limits: Limits) -> FFTPlanSpec:
-    """Plan a batched complex-to-complex transform of `batch` lines of length n."""
-    if n < 1:
-        raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
+def _axis_passes(n: int, inner: int, inverse: bool, norm: str, limits: Limits
+                 ) -> tuple[list[StockhamPass], str, int, int]:
+    """(passes, algorithm, working length, Bluestein length) of a transform along one axis of
+    length n whose inner extent is `inner`, from and to [batch][n][inner] buffers."""
     scale = norm_scale(n, norm, inverse)
-    contiguous = Layout(n)
-    factors = _fast_factors(n, limits)
+    view = AxisView(n * inner, inner)
+    factors = _fast_factors(n, limits, inner > 1)
     if factors is not None:
-        temps = ["t0", "t1"][: len(factors) - 1]
-        passes = _passes(n, factors, inverse, scale, limits, "in", "out", contiguous, contiguous,
-                         temps)
-        buffers = (("in", n), ("out", n)) + tuple((t, n) for t in temps)
-        return FFTPlanSpec(n, batch, inverse, tuple(passes), _chunk_lines(batch, n, limits),
-                           "stockham" if len(passes) == 1 else "four-step", buffers)
-    # Bluestein: X[k] = w[k] sum_n (x[n] w[n]) conj(w[k - n]) with the chirp w[n] =
-    # exp(-+i pi n^2 / n): a length-m circular convolution with m >= 2n - 1, computed as a
+        passes = _chain(n, factors, inner, inverse, scale, limits, view, view)
+        return passes, "stockham" if len(passes) == 1 else "four-step", n, 0
+    # Bluestein: X[k] = w[k] sum_j (x[j] w[j]) conj(w[k - j]) with the chirp w[j] =
+    # exp(-+i pi j^2 / n): a length-m circular convolution with m >= 2n - 1, computed as a
     # forward FFT (input times chirp fused into its first pass, times the kernel's spectrum fused
     # into its last) and an inverse FFT (times chirp and 1/m fused into its last pass).
-    m = smooth_length(2 * n - 1, limits)
-    mf = _fast_factors(m, limits)
-    temps = ["t0", "t1", "t2"][: max(1, len(mf))]
+    m = smooth_length(2 * n - 1, limits, inner > 1)
+    mf = _fast_factors(m, limits, inner > 1)
     chirp = ("chirp", n, inverse)
-    kernel = ("bluestein_kernel", n, m, inverse)
-    fwd = _passes(m, mf, False, 1.0, limits, "in", temps[0], Layout(n, length=n), Layout(m),
-                  temps[1:] + temps[:1], pre_mul=chirp, post_mul=kernel)
-    last = fwd[-1].dst_buf
-    rest = [t for t in temps if t != last] + [last]
-    inv = _passes(m, mf, True, scale / m, limits, last, "out", Layout(m), Layout(n, length=n),
-                  rest, post_mul=chirp)
-    buffers = (("in", n), ("out", n)) + tuple((t, m) for t in temps)
-    return FFTPlanSpec(n, batch, inverse, tuple(fwd + inv), _chunk_lines(batch, m, limits),
-                       "bluestein", buffers, conv_n=m)
+    edge = AxisView(n * inner, inner, length=n, dynamic=True)
+    work = AxisView(m * inner, inner)
+    fwd = _chain(m, mf, inner, False, 1.0, limits, edge, work, pre_mul=chirp,
+                 post_mul=("bluestein_kernel", n, m, inverse))
+    inv = _chain(m, mf, inner, True, scale / m, limits, work, edge, post_mul=chirp)
+    return fwd + inv, "bluestein", m, m
+
+
+def assign_buffers(passes: list) -> list:
+    """Name every pass's buffers: the first reads "in", the last writes "out", and the passes in
+    between alternate between two work buffers (each reads what the one before wrote)."""
+    out = []
+    for i, p in enumerate(passes):
+        src = "in" if i == 0 else out[-1].dst_buf
+        dst = "out" if i == len(passes) - 1 else ("w0" if src != "w0" else "w1")
+        out.append(replace(p, src_buf=src, dst_buf=dst))
+    return out
+
+
+def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> TransformSpec:
+    """Plan `steps` over a C-contiguous array of `shape` (the shape of what is uploaded, in
+    complex64 elements), all in one submission. A step is
+      ("c2c", axis, inverse, norm): a complex transform along axis;
+      ("r2c", axis, n, norm): the first step only; the upload holds n reals along axis (as n/2
+          complex when n is even and axis is innermost, else as complex numbers), and the axis
+          becomes n//2+1 long;
+      ("c2r", axis, n, norm): the last step only; axis (n//2+1 long) becomes n reals (downloaded
+          as n/2 complex when n is even and axis is innermost, else as complex numbers).
+    Axis 0 is cut into chunks that fit the device's buffers when no step transforms it.
+    """
+    shape = tuple(int(x) for x in shape)
+    axes = tuple(st[1] for st in steps)
+    whole = 0 in axes  # a chunk unit is the whole array, or one index of axis 0
+    unit_count = 1 if whole else shape[0]
+    passes, algorithms, convs = [], [], []
+    cur = list(shape)
+    sizes = [math.prod(shape)]
+
+    def per_unit_lines(ax):  # batch lines of an axis per chunk unit
+        return math.prod(cur[:ax]) if whole else math.prod(cur[1:ax])
+
+    def add_c2c(ax, inverse, norm):
+        n, inner = cur[ax], math.prod(cur[ax + 1:])
+        if n < 1:
+            raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
+        ps, alg, length, m = _axis_passes(n, inner, inverse, norm, limits)
+        passes.extend(replace(p, per_unit=per_unit_lines(ax)) for p in ps)
+        algorithms.append(alg)
+        convs.append(m)
+        sizes.append(math.prod(cur) // n * length)
+
+    def add_real(mode, ax, n_out_axis, nreal, scale):
+        inner, n_in = math.prod(cur[ax + 1:]), cur[ax]
+        cur[ax] = n_out_axis
+        elems = math.prod(cur) // (1 if whole else cur[0])
+        passes.append(RealPass(mode, nreal, n_in, n_out_axis, inner, scale, elems))
+        sizes.append(math.prod(cur))
+
+    for i, step in enumerate(steps):
+        kind, ax = step[0], step[1]
+        if kind == "c2c":
+            add_c2c(ax, step[2], step[3])
+        elif kind == "r2c":
+            n, norm = step[2], step[3]
+            if i != 0:
+                raise ValueError("r2c must be the first step")
+            if n % 2 == 0 and ax == len(cur) - 1:
+                cur[ax] = n // 2
+                add_c2c(ax, False, "backward")
+                add_real(RealPass.UNPACK, ax, n // 2 + 1, n, norm_scale(n, norm, False))
+            else:
+                cur[ax] = n
+                add_c2c(ax, False, norm)
+                add_real(RealPass.CROP, ax, n // 2 + 1, n, 1.0)
+        elif kind == "c2r":
+            n, norm = step[2], step[3]
+            if i != len(steps) - 1:
+                raise ValueError("c2r must be the last step")
+            if n % 2 == 0 and ax == len(cur) - 1:
+                add_real(RealPass.PACK, ax, n // 2, n, norm_scale(n, norm, True) * n)
+                add_c2c(ax, True, "backward")
+            else:
+                add_real(RealPass.EXTEND, ax, n, n, 1.0)
+                add_c2c(ax, True, norm)
+        else:
+            raise ValueError(f"unknown step {kind!r}")
+    passes = assign_buffers(passes)
+    unit = max(sizes) // (1 if whole else shape[0])
+    units = unit_count if whole else _chunk_units(shape[0], unit, limits)
+    if whole and unit * COMPLEX64_BYTES > limits.max_buffer_bytes:
+        raise ValueError(
+            f"this transform needs {unit * COMPLEX64_BYTES} bytes of device memory per buffer, "
+            f"more than this device's largest storage buffer ({limits.max_buffer_bytes} bytes)")
+    div = 1 if whole else shape[0]
+    names = sorted({b for p in passes for b in (p.src_buf, p.dst_buf)})
+    out_elems = math.prod(cur) // (1 if whole else cur[0])
+    sizes_by_name = tuple((b, math.prod(shape) // div if b == "in" else
+                           out_elems if b == "out" else unit) for b in names)
+    inverse = steps[-1][0] == "c2r" or (steps[-1][0] == "c2c" and steps[-1][2])
+    return TransformSpec(shape, axes, inverse, tuple(passes), units, sizes_by_name, tuple(algorithms), tuple(convs),
+                         out_shape=tuple(cur), whole=whole)
+
+
+def plan_c2c(shape: tuple[int, ...], axes: tuple[int, ...], inverse: bool, norm: str,
+             limits: Limits) -> TransformSpec:
+    """Plan complex transforms of a C-contiguous array of `shape` over `axes` (in that order)."""
+    return plan_steps(shape, [("c2c", ax, inverse, norm) for ax in axes], limits)
+
+
+def _chunk_units(count: int, elements_per_unit: int, limits: Limits) -> int:
+    unit_bytes = elements_per_unit * COMPLEX64_BYTES
+    if unit_bytes > limits.max_buffer_bytes:
+        raise ValueError(
+            f"one line needs {unit_bytes} bytes of device memory, more than this device's "
+            f"largest storage buffer ({limits.max_buffer_bytes} bytes)")
+    return max(1, min(count, limits.max_buffer_bytes // unit_bytes))
+
+
+def plan_fft(n: int, batch: int, inverse: bool, norm: str, limits: Limits) -> TransformSpec:
+    """Plan a batched 1D complex transform of `batch` contiguous lines of length n."""
+    if n < 1:
+        raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
+    return plan_c2c((batch, n), (1,), inverse, norm, limits)
 
 
 def tighter(device: Limits, wanted: Limits | None) -> Limits:

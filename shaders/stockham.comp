@@ -4,17 +4,16 @@
 // through shared memory with barrier() between them; global memory is read once and written once.
 //
 // Which lines, and where their elements live, is the preamble's business, so the same kernel is
-// the single-pass FFT, each pass of a multi-pass (four-step) plan and each pass of Bluestein:
-//   line l = d0 + LINE_D0 * (d1 + LINE_D1 * d2), d2 being the batch index
-//   input element i of line l: IN_BATCH * d2 + (IN_S0 * d0 + IN_S1 * d1 + IN_E * i)
-//   output element k likewise with OUT_*; the parenthesised part is the offset within the batch
-//   line. With IN_DYNAMIC / OUT_DYNAMIC the batch stride and a bound on that offset come from
-//   push constants instead (reads past the bound are zeros, writes past it are dropped).
+// the single-pass FFT, each pass of a multi-pass (four-step) plan and of Bluestein, along any axis:
+//   line l = d0 + LINE_D0 * (d1 + LINE_D1 * (d2 + LINE_D2 * batch))
+//   IN_ADDR(a, i) / OUT_ADDR(a, k): where element i (k) of line a = {d0, d1, d2, batch} lives
+//   IN_INDEX(a, i) / OUT_INDEX(a, k): its index along the transformed axis, which IN_LEN / OUT_LEN
+//   bound (reads past the bound are zeros, writes past it are dropped) and PRE_MUL / POST_MUL use.
 // Switches: LOAD_TILED / STORE_TILED move the data between global and shared memory with the
-// LINES lines of a workgroup as the fastest index, so strided (column) accesses coalesce;
-// FOURSTEP_TW_N multiplies output k of line d0 by exp(-+2 pi i d0 k / FOURSTEP_TW_N) (the fused
-// twiddle of a four-step pass); PRE_MUL / POST_MUL multiply input / output by a table indexed by
-// the within-line offset (Bluestein's chirps and kernel spectrum). SCALE is applied on output.
+// LINES lines of a workgroup as the fastest index, so strided accesses coalesce;
+// FOURSTEP_TW_N multiplies output k by exp(-+2 pi i FOURSTEP_LINE(a) k / FOURSTEP_TW_N) (the
+// fused twiddle of a four-step pass); PRE_MUL / POST_MUL multiply input / output by a table
+// (Bluestein's chirps and kernel spectrum). SCALE is applied on output.
 //
 // Tables (binding 2, complex64, built in float64 on the host and rounded once): at TW_OFFSET
 // exp(-2 pi i m / N) for m < N; at FOURSTEP_LO / FOURSTEP_HI the two halves of the four-step
@@ -36,38 +35,19 @@
 #ifndef LINE_D1
 #define LINE_D1 1u
 #endif
-#ifndef IN_S0
-#define IN_S0 0u
+#ifndef LINE_D2
+#define LINE_D2 1u
 #endif
-#ifndef IN_S1
-#define IN_S1 0u
+#ifndef IN_ADDR
+#define IN_ADDR(a, i) ((a).batch * N + (i))
+#define IN_INDEX(a, i) (i)
 #endif
-#ifndef IN_E
-#define IN_E 1u
-#endif
-#ifndef IN_BATCH
-#define IN_BATCH N
-#endif
-#ifndef OUT_S0
-#define OUT_S0 0u
-#endif
-#ifndef OUT_S1
-#define OUT_S1 0u
-#endif
-#ifndef OUT_E
-#define OUT_E 1u
-#endif
-#ifndef OUT_BATCH
-#define OUT_BATCH N
+#ifndef OUT_ADDR
+#define OUT_ADDR(a, k) ((a).batch * N + (k))
+#define OUT_INDEX(a, k) (k)
 #endif
 #ifndef TW_OFFSET
 #define TW_OFFSET 0u
-#endif
-#ifndef IN_DYNAMIC
-#define IN_DYNAMIC 0
-#endif
-#ifndef OUT_DYNAMIC
-#define OUT_DYNAMIC 0
 #endif
 #ifndef LOAD_TILED
 #define LOAD_TILED 0
@@ -88,46 +68,37 @@ layout(std430, binding = 2) readonly buffer Tables { vec2 table[]; };
 PUSH_CONSTANTS(uint lines_total; uint group_base; uint in_len; uint in_batch; uint out_len;
                uint out_batch;)
 
-#if IN_DYNAMIC
-#define IN_BATCH_V pc.in_batch
-#define IN_LEN_V pc.in_len
-#else
-#define IN_BATCH_V IN_BATCH
-#endif
-#if OUT_DYNAMIC
-#define OUT_BATCH_V pc.out_batch
-#define OUT_LEN_V pc.out_len
-#else
-#define OUT_BATCH_V OUT_BATCH
-#endif
-
 #if USES_SHARED
 shared vec2 sh[LINES * N];
 #endif
 
 uint first_line;  // the workgroup's first line
 
-struct LineAddr { uint batch; uint d0; uint d1; };
+struct LineAddr { uint d0; uint d1; uint d2; uint batch; };
 
 LineAddr line_addr(uint line) {
     LineAddr a;
     a.d0 = line % LINE_D0;
-    uint rest = line / LINE_D0;
-    a.d1 = rest % LINE_D1;
-    a.batch = rest / LINE_D1;
+    line /= LINE_D0;
+    a.d1 = line % LINE_D1;
+    line /= LINE_D1;
+    a.d2 = line % LINE_D2;
+    a.batch = line / LINE_D2;
     return a;
 }
 
 vec2 load(uint line, uint i) {
     if (line >= pc.lines_total) return vec2(0.0);
     LineAddr a = line_addr(line);
-    uint off = IN_S0 * a.d0 + IN_S1 * a.d1 + IN_E * i;
-#ifdef IN_LEN_V
-    if (off >= IN_LEN_V) return vec2(0.0);
+#if defined(IN_LEN) || defined(PRE_MUL)
+    uint idx = IN_INDEX(a, i);
 #endif
-    vec2 x = src[IN_BATCH_V * a.batch + off];
+#ifdef IN_LEN
+    if (idx >= IN_LEN) return vec2(0.0);
+#endif
+    vec2 x = src[IN_ADDR(a, i)];
 #ifdef PRE_MUL
-    x = cmul(x, table[PRE_MUL + off]);
+    x = cmul(x, table[PRE_MUL + idx]);
 #endif
     return x;
 }
@@ -148,17 +119,19 @@ vec2 fourstep_twiddle(uint m) {
 void store(uint line, uint k, vec2 x) {
     if (line >= pc.lines_total) return;
     LineAddr a = line_addr(line);
-    uint off = OUT_S0 * a.d0 + OUT_S1 * a.d1 + OUT_E * k;
-#ifdef OUT_LEN_V
-    if (off >= OUT_LEN_V) return;
+#if defined(OUT_LEN) || defined(POST_MUL)
+    uint idx = OUT_INDEX(a, k);
+#endif
+#ifdef OUT_LEN
+    if (idx >= OUT_LEN) return;
 #endif
 #ifdef FOURSTEP_TW_N
-    x = cmul(x, fourstep_twiddle(a.d0 * k));
+    x = cmul(x, fourstep_twiddle(FOURSTEP_LINE(a) * k));
 #endif
 #ifdef POST_MUL
-    x = cmul(x, table[POST_MUL + off]);
+    x = cmul(x, table[POST_MUL + idx]);
 #endif
-    dst[OUT_BATCH_V * a.batch + off] = x * SCALE;
+    dst[OUT_ADDR(a, k)] = x * SCALE;
 }
 
 // One radix-R Stockham stage with Ns = product of the earlier radices. Butterfly j reads

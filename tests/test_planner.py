@@ -60,8 +60,8 @@ def test_norm_scale():
 
 def test_chunks_respect_the_buffer_limit():
     spec = planner.plan_fft(1024, 100_000, False, "backward", SOFT)
-    assert spec.chunk_lines * 1024 * 8 <= SOFT.max_buffer_bytes
-    assert spec.chunks * spec.chunk_lines >= 100_000
+    assert spec.units * 1024 * 8 <= SOFT.max_buffer_bytes
+    assert spec.chunks * spec.units >= 100_000
 
 
 @pytest.mark.parametrize("groups", [1, 7, 65535, 65536, 65535 * 65535 + 3])

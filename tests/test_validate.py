@@ -10,7 +10,7 @@ import pyfftgl.plan
 def no_gpu_work(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("GPU work started for invalid input")
-    monkeypatch.setattr(pyfftgl, "cached_fft_plan", refuse)
+    monkeypatch.setattr(pyfftgl._api, "cached_steps_plan", refuse)
 
 
 GOOD = np.ones(8, np.complex64)

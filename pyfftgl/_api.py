@@ -1,0 +1,206 @@
+"""The numpy.fft surface. Each function checks its arguments as numpy does (before any GPU work),
+crops or zero-pads on the host, and runs every axis of the transform on the device in one
+submission through a cached plan. Single precision: float32/complex64 in, complex64/float32 out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v
+from .plan import cached_steps_plan
+
+# The helpers are pure host functions; numpy's own are exactly numpy's semantics.
+fftfreq = np.fft.fftfreq
+rfftfreq = np.fft.rfftfreq
+fftshift = np.fft.fftshift
+ifftshift = np.fft.ifftshift
+
+_SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
+    """Run `steps` (planner.plan_steps) on the complex64 C-contiguous x; returns complex64."""
+    if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
+        shape = list(x.shape)
+        for kind, ax, *rest in steps:
+            if kind == "r2c":
+                shape[ax] = rest[0] // 2 + 1
+            elif kind == "c2r":
+                shape[ax] = rest[0] // 2 if rest[0] % 2 == 0 and ax == x.ndim - 1 else rest[0]
+        return np.zeros(shape, np.complex64)
+    plan = cached_steps_plan(x.shape, tuple(steps), backend)
+    return plan.execute(x)
+
+
+def _finish(result: np.ndarray, out):
+    """numpy's `out=`: the right shape (else ValueError), a dtype the result casts to."""
+    if out is None:
+        return result
+    if getattr(out, "shape", None) != result.shape:
+        raise ValueError("output array has wrong shape.")
+    np.copyto(out, result, casting="same_kind")
+    return out
+
+
+def _complex_input(a, name):
+    arr = v.as_array(a, name)
+    dtype = v.complex_dtype(arr.dtype)
+    return arr, dtype
+
+
+def _c2c_nd(a, s, axes, norm, inverse, out, backend, name, default_axes=None):
+    arr, dtype = _complex_input(a, name)
+    s, axes = v.shape_and_axes(arr, s, axes if axes is not None else default_axes)
+    norm = v.norm(norm)
+    result = arr
+    # numpy transforms the listed axes last to first; runs of distinct axes go to the device
+    # together (crop/pad along one axis commutes with transforms along the others).
+    for group in v.distinct_runs(list(zip(axes, s))[::-1]):
+        x = v.fit(result, [ax for ax, _ in group], [n for _, n in group])
+        x = np.ascontiguousarray(x, dtype=np.complex64)
+        steps = [("c2c", ax, inverse, norm) for ax, _ in group]
+        result = _run(x, steps, backend)
+    if result is arr:  # no axes at all: numpy returns the input, converted
+        result = np.asarray(arr, dtype=np.complex64)
+    return _finish(result, out)
+
+
+def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
+    """Compute the one-dimensional discrete Fourier transform, as numpy.fft.fft.
+
+    `n` crops or zero-pads the input along `axis`; `norm` is "backward" (default), "ortho" or
+    "forward"; `out` receives the result. `backend` picks the API ("vulkan", "gl", "auto" or a
+    Device). float32/complex64 input gives complex64 output.
+    """
+    arr = v.as_array(a, "fft")
+    ax = v.axis(axis, arr.ndim)
+    return _c2c_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, False, out, backend, "fft")
+
+
+def ifft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
+    """Compute the one-dimensional inverse discrete Fourier transform, as numpy.fft.ifft."""
+    arr = v.as_array(a, "ifft")
+    ax = v.axis(axis, arr.ndim)
+    return _c2c_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, True, out, backend, "ifft")
+
+
+def fftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
+    """Compute the N-dimensional discrete Fourier transform, as numpy.fft.fftn."""
+    return _c2c_nd(a, s, axes, norm, False, out, backend, "fftn")
+
+
+def ifftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
+    """Compute the N-dimensional inverse discrete Fourier transform, as numpy.fft.ifftn."""
+    return _c2c_nd(a, s, axes, norm, True, out, backend, "ifftn")
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
+    """Compute the 2-dimensional discrete Fourier transform, as numpy.fft.fft2."""
+    return _c2c_nd(a, s, axes, norm, False, out, backend, "fft2")
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
+    """Compute the 2-dimensional inverse discrete Fourier transform, as numpy.fft.ifft2."""
+    return _c2c_nd(a, s, axes, norm, True, out, backend, "ifft2")
+
+
+def _rfft_nd(a, s, axes, norm, out, backend, name):
+    arr = v.as_array(a, name)
+    v.real_dtype(arr.dtype, name)
+    s, axes = v.shape_and_axes(arr, s, axes)
+    norm = v.norm(norm)
+    last, n_last = axes[-1], s[-1]
+    rest = list(zip(axes[:-1], s[:-1]))[::-1]
+    runs = v.distinct_runs([(last, n_last)] + rest)
+    first = runs[0]
+    x = v.fit(arr, [ax for ax, _ in first], [n for _, n in first]).astype(np.float32)
+    if n_last % 2 == 0 and last == arr.ndim - 1:
+        # n reals viewed as n/2 complex: the packing trick of realfft.comp
+        x = np.ascontiguousarray(x).view(np.complex64)
+    else:
+        x = np.ascontiguousarray(x, dtype=np.complex64)
+    steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax, _ in first[1:]]
+    result = _run(x, steps, backend)
+    for group in runs[1:]:  # only for repeated axes
+        x = np.ascontiguousarray(v.fit(result, [ax for ax, _ in group], [n for _, n in group]))
+        result = _run(x, [("c2c", ax, False, norm) for ax, _ in group], backend)
+    return _finish(result, out)
+
+
+def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
+    arr, _ = _complex_input(a, name)
+    s, axes = v.shape_and_axes(arr, s, axes, invreal=True)
+    norm = v.norm(norm)
+    last, n_last = axes[-1], s[-1]
+    if n_last < 1:
+        raise ValueError(f"Invalid number of FFT data points ({n_last}) specified.")
+    result = np.asarray(arr, np.complex64)
+    if conj:
+        result = np.conj(result)
+    runs = v.distinct_runs(list(zip(axes[:-1], s[:-1])) + [(last, n_last)])
+    for i, group in enumerate(runs):
+        final = i == len(runs) - 1
+        sizes = [n // 2 + 1 if final and k == len(group) - 1 else n
+                 for k, (_, n) in enumerate(group)]
+        x = np.ascontiguousarray(v.fit(result, [ax for ax, _ in group], sizes), np.complex64)
+        steps = [("c2c", ax, True, norm) for ax, _ in (group[:-1] if final else group)]
+        if final:
+            steps.append(("c2r", last, n_last, norm))
+        result = _run(x, steps, backend)
+    if n_last % 2 == 0 and last == arr.ndim - 1:
+        result = result.view(np.float32)  # n/2 complex values are the n reals
+    else:
+        result = np.ascontiguousarray(result.real)
+    return _finish(result, out)
+
+
+def rfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
+    """Compute the one-dimensional discrete Fourier transform for real input, as numpy.fft.rfft."""
+    arr = v.as_array(a, "rfft")
+    ax = v.axis(axis, arr.ndim)
+    return _rfft_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, out, backend, "rfft")
+
+
+def irfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
+    """Compute the inverse of rfft, as numpy.fft.irfft (n defaults to 2 * (m - 1))."""
+    arr = v.as_array(a, "irfft")
+    ax = v.axis(axis, arr.ndim)
+    n = v.length(n, 2 * (arr.shape[ax] - 1))
+    return _irfft_nd(arr, [n], [ax], norm, out, backend, "irfft")
+
+
+def rfftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
+    """Compute the N-dimensional discrete Fourier transform for real input, as numpy.fft.rfftn."""
+    return _rfft_nd(a, s, axes, norm, out, backend, "rfftn")
+
+
+def irfftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
+    """Compute the inverse of rfftn, as numpy.fft.irfftn."""
+    return _irfft_nd(a, s, axes, norm, out, backend, "irfftn")
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
+    """Compute the 2-dimensional FFT of a real array, as numpy.fft.rfft2."""
+    return _rfft_nd(a, s, axes, norm, out, backend, "rfft2")
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
+    """Compute the inverse of rfft2, as numpy.fft.irfft2."""
+    return _irfft_nd(a, s, axes, norm, out, backend, "irfft2")
+
+
+def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
+    """Compute the FFT of a signal with Hermitian symmetry (real spectrum), as numpy.fft.hfft."""
+    arr = v.as_array(a, "hfft")
+    ax = v.axis(axis, arr.ndim)
+    n = v.length(n, 2 * (arr.shape[ax] - 1))
+    return _irfft_nd(arr, [n], [ax], _SWAP[v.norm(norm)], out, backend, "hfft", conj=True)
+
+
+def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
+    """Compute the inverse FFT of a signal with Hermitian symmetry, as numpy.fft.ihfft."""
+    arr = v.as_array(a, "ihfft")
+    ax = v.axis(axis, arr.ndim)
+    n = v.length(n, arr.shape[ax])
+    result = _rfft_nd(arr, [n], [ax], _SWAP[v.norm(norm)], None, backend, "ihfft")
+    return _finish(np.conj(result, out=result), out)
