@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate as v
-from .plan import cached_steps_plan
+from . import plans as _plans
+from .plans import cached_steps_plan
 
 # The helpers are pure host functions; numpy's own are exactly numpy's semantics.
 fftfreq = np.fft.fftfreq
@@ -204,3 +205,62 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     n = v.length(n, arr.shape[ax])
     result = _rfft_nd(arr, [n], [ax], _SWAP[v.norm(norm)], None, backend, "ihfft")
     return _finish(np.conj(result, out=result), out)
+
+
+_KINDS = {"fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "hfft": hfft, "ihfft": ihfft,
+          "fftn": fftn, "ifftn": ifftn, "rfftn": rfftn, "irfftn": irfftn, "fft2": fft2,
+          "ifft2": ifft2, "rfft2": rfft2, "irfft2": irfft2}
+_ND = {"fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2"}
+
+
+class Plan:
+    """A transform fixed in everything but the data: one of the numpy.fft functions at one
+    shape and dtype. Its device plans (buffers, tables, programs) are built by the constructor
+    and held for the Plan's lifetime, whatever the plan cache evicts.
+
+        p = pyfftgl.plan((512, 512), np.float32, kind="rfft2")
+        y = p(image)            # same as pyfftgl.rfft2(image), without planning
+    """
+
+    def __init__(self, shape, dtype=np.complex64, axes=None, kind="fftn", norm=None, s=None,
+                 n=None, backend=None):
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
+        self.shape, self.dtype, self.kind = tuple(int(x) for x in shape), np.dtype(dtype), kind
+        self.norm, self.backend = v.norm(norm), backend
+        if kind in _ND:
+            self._kwargs = dict(s=s, axes=axes, norm=self.norm)
+        else:
+            self._kwargs = dict(n=n, axis=-1 if axes is None else axes, norm=self.norm)
+        self._func = _KINDS[kind]
+        _plans._in_use.plans = []
+        try:  # validates like the function would, and builds every device plan it needs
+            probe = self._func(np.zeros(self.shape, self.dtype), backend=backend, **self._kwargs)
+        finally:
+            self.device_plans = tuple(_plans._in_use.plans)
+            del _plans._in_use.plans
+        self.out_shape, self.out_dtype = probe.shape, probe.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return sum(p.nbytes for p in self.device_plans)
+
+    def execute(self, a, out=None):
+        a = np.asarray(a)
+        if a.shape != self.shape:
+            raise ValueError(f"this plan transforms arrays of shape {self.shape}, got {a.shape}")
+        return self._func(a, out=out, backend=self.backend, **self._kwargs)
+
+    __call__ = execute
+
+    def __repr__(self):
+        inner = "\n  ".join(repr(p) for p in self.device_plans)
+        args = ", ".join(f"{k}={val!r}" for k, val in self._kwargs.items() if val is not None)
+        return (f"<Plan {self.kind}({args}) {self.shape} {self.dtype} -> {self.out_shape} "
+                f"{self.out_dtype}, {self.nbytes} bytes on the device:\n  {inner}>")
+
+
+def plan(shape, dtype=np.complex64, axes=None, kind="fftn", norm=None, s=None, n=None,
+         backend=None) -> Plan:
+    """A Plan for `kind` (a numpy.fft function name) on arrays of `shape` and `dtype`."""
+    return Plan(shape, dtype, axes, kind, norm, s, n, backend)

@@ -5,7 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pyfftgl import plan
+from pyfftgl import plans as plan
 
 
 def exact_chirp(n, j, inverse=False):

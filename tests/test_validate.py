@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import pyfftgl
-import pyfftgl.plan
+import pyfftgl.plans
 
 
 @pytest.fixture(autouse=True)
@@ -76,3 +76,49 @@ def test_line_beyond_the_buffer_limit_is_refused_before_allocating(monkeypatch):
     tiny = Limits(32768, 1024, (1024, 1024, 64), (65535, 65535, 65535), 4096)
     with pytest.raises(ValueError, match=r"largest storage buffer \(4096 bytes\)"):
         pyfftgl.FFTPlan(1024, 1, False, limits=tiny)
+
+
+ND = [pyfftgl.fftn, pyfftgl.ifftn, pyfftgl.rfftn, pyfftgl.irfftn, pyfftgl.fft2, pyfftgl.ifft2,
+      pyfftgl.rfft2, pyfftgl.irfft2]
+REAL2 = np.ones((4, 8), np.float32)
+
+
+@pytest.mark.parametrize("func", ND, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kwargs, exc", [
+    (dict(s=(4, 8), axes=(0,)), ValueError),      # len(s) != len(axes)
+    (dict(s=(0, 8), axes=(0, 1)), ValueError),    # n < 1
+    (dict(axes=(0, 2)), IndexError),              # axis out of range
+    (dict(norm="unit"), ValueError),
+])
+def test_nd_bad_arguments(func, kwargs, exc):
+    with pytest.raises(exc):
+        func(REAL2, **kwargs)
+    with pytest.raises(exc):
+        getattr(np.fft, func.__name__)(REAL2, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["rfft", "rfftn", "rfft2", "ihfft"])
+def test_complex_input_to_real_transforms(name):
+    with pytest.raises(TypeError):
+        getattr(pyfftgl, name)(np.ones((4, 4), np.complex64))
+    with pytest.raises(TypeError):
+        getattr(np.fft, name)(np.ones((4, 4), np.complex64))
+
+
+@pytest.mark.parametrize("name", ["fftn", "rfft", "irfft", "hfft", "fft2"])
+def test_object_and_string_arrays_everywhere(name):
+    for bad in (np.array([[1, "a"]], dtype=object), np.array([["a", "b"]])):
+        with pytest.raises(TypeError):
+            getattr(pyfftgl, name)(bad)
+
+
+def test_input_left_unchanged_by_every_function(monkeypatch):
+    monkeypatch.undo()  # this one runs the transforms
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    c = (x + 1j).astype(np.complex64)
+    keep_x, keep_c = x.copy(), c.copy()
+    for name in ("fft", "ifft", "fftn", "ifftn", "irfft", "hfft", "irfftn", "fft2"):
+        getattr(pyfftgl, name)(c)
+    for name in ("rfft", "rfftn", "ihfft", "rfft2"):
+        getattr(pyfftgl, name)(x)
+    assert np.array_equal(x, keep_x) and np.array_equal(c, keep_c)

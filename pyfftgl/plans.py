@@ -175,9 +175,29 @@ class PlanCache:
         return plan
 
     def _evict(self):
-        while len(self._plans) > 1 and (len(self._plans) > self.max_plans or
+        while self._plans and (len(self._plans) > self.max_plans or
                                         sum(p.nbytes for p in self._plans.values()) > self.max_bytes):
             self._plans.popitem(last=False)
+
+    def resize(self, max_plans: int | None = None, max_bytes: int | None = None) -> None:
+        """Change the bounds; plans beyond them are dropped, least recently used first."""
+        with self._lock:
+            if max_plans is not None:
+                self.max_plans = int(max_plans)
+            if max_bytes is not None:
+                self.max_bytes = int(max_bytes)
+            self._evict()
+
+    def stats(self) -> dict:
+        with self._lock:
+            return {"plans": len(self._plans), "bytes": sum(p.nbytes for p in self._plans.values()),
+                    "hits": self.hits, "misses": self.misses, "max_plans": self.max_plans,
+                    "max_bytes": self.max_bytes}
+
+    def __repr__(self):
+        st = self.stats()
+        return (f"<PlanCache {st['plans']}/{st['max_plans']} plans, {st['bytes']}/"
+                f"{st['max_bytes']} bytes, {st['hits']} hits, {st['misses']} misses>")
 
     def clear(self):
         with self._lock:
@@ -188,6 +208,7 @@ class PlanCache:
 
 
 plan_cache = PlanCache()
+_in_use = threading.local()  # the device plans a pyfftgl.plan() warm-up touched
 
 
 def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=None
@@ -200,4 +221,6 @@ def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=
         limits = device.info.limits
         spec = planner.plan_steps(tuple(shape), list(steps), limits)
         return TransformPlan(spec, device, limits, steps[0][-1])
-    return plan_cache.get(key, build)
+    plan = plan_cache.get(key, build)
+    getattr(_in_use, "plans", []).append(plan)
+    return plan

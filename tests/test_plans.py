@@ -1,0 +1,57 @@
+"""Plans and the plan cache."""
+import numpy as np
+import pytest
+
+import pyfftgl
+from conftest import assert_accurate
+
+
+def test_plan_matches_the_function(backend):
+    p = pyfftgl.plan((8, 64), np.float32, kind="rfft2", backend=backend)
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    assert_accurate(p(x), np.fft.rfft2(x.astype(np.float64)), 8 * 64)
+    assert p.out_shape == (8, 33) and p.out_dtype == np.complex64
+    text = repr(p)
+    assert "rfft2" in text and "pass" in text and "bytes" in text and "stockham" in text
+    with pytest.raises(ValueError, match="shape"):
+        p(np.zeros((4, 64), np.float32))
+
+
+def test_plan_keeps_its_device_plans_when_the_cache_drops_them(backend):
+    p = pyfftgl.plan((4, 100), np.complex64, kind="fft", backend=backend)
+    held = p.device_plans
+    pyfftgl.plan_cache.clear()
+    assert p.device_plans is held and len(held) == 1
+    x = np.ones((4, 100), np.complex64)
+    assert_accurate(p(x), np.fft.fft(x.astype(np.complex128)), 100)
+
+
+def test_plan_validates_like_the_function():
+    with pytest.raises(ValueError):
+        pyfftgl.plan((4, 8), np.complex64, kind="fft", norm="bad")
+    with pytest.raises(ValueError, match="kind"):
+        pyfftgl.plan((4, 8), kind="dct")
+    with pytest.raises(TypeError):
+        pyfftgl.plan((4, 8), np.complex64, kind="rfft")
+
+
+def test_cache_hits_misses_bounds_and_resize(backend):
+    cache = pyfftgl.plan_cache
+    cache.clear()
+    before = cache.stats()
+    x = np.ones((3, 48), np.complex64)
+    pyfftgl.fft(x, backend=backend)
+    pyfftgl.fft(x, backend=backend)
+    st = cache.stats()
+    assert st["misses"] == before["misses"] + 1 and st["hits"] == before["hits"] + 1
+    old = (cache.max_plans, cache.max_bytes)
+    try:
+        cache.resize(max_plans=2)
+        for n in (8, 16, 32, 64):
+            pyfftgl.fft(np.ones((2, n), np.complex64), backend=backend)
+        assert len(cache) == 2
+        cache.resize(max_bytes=1)  # smaller than any plan: nothing stays
+        assert len(cache) == 0
+        assert "PlanCache" in repr(cache)
+    finally:
+        cache.resize(*old)
