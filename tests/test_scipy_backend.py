@@ -1,0 +1,50 @@
+"""pyfftgl.scipy_fft as a scipy.fft backend, including scipy's own test module run under it."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy
+import scipy.fft
+
+import pyfftgl.scipy_fft as backend_module
+from conftest import assert_accurate
+
+
+def test_single_precision_runs_on_pyfftgl():
+    x = np.random.default_rng(0).standard_normal((4, 30)).astype(np.float32)
+    before = backend_module.handled
+    with scipy.fft.set_backend(backend_module, only=True):
+        y = scipy.fft.rfft(x)
+        z = scipy.fft.fftn(x.astype(np.complex64), s=(5, 16))  # s without axes: scipy's meaning
+    assert backend_module.handled == before + 2
+    assert y.dtype == np.complex64
+    assert_accurate(y, np.fft.rfft(x.astype(np.float64)), 30)
+    assert_accurate(z, np.fft.fftn(x.astype(np.complex128), s=(5, 16), axes=(0, 1)), 80, 2.0)
+
+
+def test_declines_what_it_does_not_do():
+    f = backend_module.__ua_function__
+    assert f(scipy.fft.fft, (np.ones(8),), {}) is NotImplemented  # float64
+    assert f(scipy.fft.dct, (np.ones(8, np.float32),), {}) is NotImplemented
+    assert f(scipy.fft.fft, (np.ones(8, np.float32),), {"plan": object()}) is NotImplemented
+    assert f(scipy.fft.fft, (np.ones(8, np.float32),), {"n": 0}) is NotImplemented  # scipy's error
+    with scipy.fft.set_backend(backend_module):  # falls back to scipy for double precision
+        assert scipy.fft.fft(np.ones(8)).dtype == np.complex128
+
+
+def test_scipy_own_test_module_passes_under_pyfftgl(tmp_path):
+    site = os.path.dirname(scipy.__file__)
+    tests = os.path.join(site, "fft", "tests", "test_basic.py")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "scipy_backend_plugin",
+                          "-p", "no:cacheprovider", f"--rootdir={site}", tests],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    assert "failed" not in text and re.search(r"\d+ passed", text)
+    computed = int(re.search(r"pyfftgl computed (\d+) scipy.fft calls", text).group(1))
+    assert computed > 100  # the single-precision cases really ran on pyfftgl
