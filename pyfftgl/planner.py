@@ -131,6 +131,8 @@ class StockhamPass:
     src_buf: str = "in"
     dst_buf: str = "out"
     per_unit: int = 1  # batch lines (of the axis' layout) per chunk unit
+    real_unpack: int = 0  # n: unpack the n/2+1 bins of n real samples in the store (fused)
+    real_pack: int = 0  # n: pack n/2+1 bins into n/2 complex values as they are loaded (fused)
 
     kernel = "stockham.comp"
 
@@ -166,6 +168,8 @@ class StockhamPass:
             split = fourstep_split(self.fourstep_n)
             out += [("fourstep_lo", self.fourstep_n, split), ("fourstep_hi", self.fourstep_n, split)]
         out += [t for t in (self.pre_mul, self.post_mul) if t is not None]
+        if self.real_unpack or self.real_pack:
+            out.append(("twiddle", self.real_unpack or self.real_pack))
         return out
 
     def defines(self, offsets: dict | None = None) -> dict[str, object]:
@@ -205,6 +209,10 @@ class StockhamPass:
             d["PRE_MUL"] = f"{offsets[self.pre_mul]}u"
         if self.post_mul is not None:
             d["POST_MUL"] = f"{offsets[self.post_mul]}u"
+        for key, n in (("REAL_UNPACK", self.real_unpack), ("REAL_PACK", self.real_pack)):
+            if n:
+                d[key] = f"{n}u"
+                d["REAL_TW"] = f"{offsets.get(('twiddle', n), 0)}u"
         return d
 
     def push(self, units: int, group_base: int = 0) -> list[int]:
@@ -560,7 +568,14 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
             if n % 2 == 0 and ax == len(cur) - 1:
                 cur[ax] = n // 2
                 add_c2c(ax, False, "backward")
-                add_real(RealPass.UNPACK, ax, n // 2 + 1, n, norm_scale(n, norm, False))
+                last = passes[-1]
+                if _fusable(last, n):  # the unpack rides on the half-length FFT's store
+                    passes[-1] = replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
+                                         scale=norm_scale(n, norm, False))
+                    cur[ax] = n // 2 + 1
+                    sizes.append(math.prod(cur))
+                else:
+                    add_real(RealPass.UNPACK, ax, n // 2 + 1, n, norm_scale(n, norm, False))
             else:
                 cur[ax] = n
                 add_c2c(ax, False, norm)
@@ -570,8 +585,21 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
             if i != len(steps) - 1:
                 raise ValueError("c2r must be the last step")
             if n % 2 == 0 and ax == len(cur) - 1:
-                add_real(RealPass.PACK, ax, n // 2, n, norm_scale(n, norm, True) * n)
-                add_c2c(ax, True, "backward")
+                h = n // 2
+                single = stockham_pass(h, True, 1.0 / h, limits)
+                if single is not None and _fusable(single, n):
+                    # the pack rides on the half-length inverse FFT's loads
+                    p = replace(single, real_pack=n, src=Layout(h + 1), dst=Layout(h),
+                                scale=norm_scale(n, norm, True) * n / h,
+                                per_unit=per_unit_lines(ax))
+                    cur[ax] = h
+                    passes.append(p)
+                    algorithms.append("stockham")
+                    convs.append(0)
+                    sizes.append(math.prod(cur))
+                else:
+                    add_real(RealPass.PACK, ax, n // 2, n, norm_scale(n, norm, True) * n)
+                    add_c2c(ax, True, "backward")
             else:
                 add_real(RealPass.EXTEND, ax, n, n, 1.0)
                 add_c2c(ax, True, norm)
@@ -592,6 +620,14 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
     inverse = steps[-1][0] == "c2r" or (steps[-1][0] == "c2c" and steps[-1][2])
     return TransformSpec(shape, axes, inverse, tuple(passes), units, sizes_by_name, tuple(algorithms), tuple(convs),
                          out_shape=tuple(cur), whole=whole)
+
+
+def _fusable(p, n: int) -> bool:
+    """Whether the real pack/unpack of n reals can ride on pass p: p must be the whole
+    half-length transform of contiguous lines in one dispatch, with at least one stage."""
+    return (isinstance(p, StockhamPass) and p.n == n // 2 and len(p.radices) >= 1
+            and p.line_dims == (1, 1, 1) and not p.load_tiled and not p.store_tiled
+            and p.pre_mul is None and p.post_mul is None)
 
 
 def plan_c2c(shape: tuple[int, ...], axes: tuple[int, ...], inverse: bool, norm: str,

@@ -56,7 +56,17 @@
 #define STORE_TILED 0
 #endif
 
-#define USES_SHARED (NUM_STAGES > 1 || LOAD_TILED || STORE_TILED)
+// REAL_UNPACK = n: this is the length-n/2 transform of n real samples viewed as complex pairs;
+// the last stage leaves the line in shared memory and the store writes the n/2+1 bins of the
+// real transform (realfft.comp's UNPACK, fused). REAL_PACK = n: the reverse, applied as each
+// input element is loaded (realfft.comp's PACK, fused). REAL_TW: exp(-2 pi i m / n) in the tables.
+#ifdef REAL_UNPACK
+#define STORE_VIA_SHARED 1
+#else
+#define STORE_VIA_SHARED STORE_TILED
+#endif
+
+#define USES_SHARED (NUM_STAGES > 1 || LOAD_TILED || STORE_VIA_SHARED)
 #define GROUP_SIZE (THREADS * LINES)
 
 layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
@@ -96,7 +106,20 @@ vec2 load(uint line, uint i) {
 #ifdef IN_LEN
     if (idx >= IN_LEN) return vec2(0.0);
 #endif
+#ifdef REAL_PACK
+    // Z[i] = Fe + i Fo, Fe = (X[i] + conj X[h-i]) / 2, Fo = W^-i (X[i] - conj X[h-i]) / 2; the
+    // imaginary parts of the DC and Nyquist bins are ignored, as numpy does.
+    const uint h = REAL_PACK / 2u;
+    uint base = IN_ADDR(a, 0u);
+    vec2 p = src[base + i], q = src[base + h - i];
+    q.y = -q.y;
+    if (i == 0u) { p.y = 0.0; q.y = 0.0; }
+    vec2 w = table[REAL_TW + i];
+    vec2 fo = cmul(0.5 * (p - q), vec2(w.x, -w.y));
+    vec2 x = 0.5 * (p + q) + vec2(-fo.y, fo.x);
+#else
     vec2 x = src[IN_ADDR(a, i)];
+#endif
 #ifdef PRE_MUL
     x = cmul(x, table[PRE_MUL + idx]);
 #endif
@@ -211,10 +234,19 @@ void main() {
 #endif
 #else
 #define STAGE(R, NS, FIRST, LAST) \
-    stage(R, NS, (FIRST) ? bool(LOAD_TILED) : true, (LAST) ? bool(STORE_TILED) : true, tid, ly);
+    stage(R, NS, (FIRST) ? bool(LOAD_TILED) : true, (LAST) ? bool(STORE_VIA_SHARED) : true, tid, ly);
     FFT_STAGES
 #endif
-#if STORE_TILED
+#ifdef REAL_UNPACK
+    // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2, k = 0..N (Z[N] = Z[0])
+    for (uint e = ly * THREADS + tid; e < LINES * (N + 1u); e += GROUP_SIZE) {
+        uint l = e % LINES, k = e / LINES;
+        vec2 p = sh[l * N + k % N], q = sh[l * N + (N - k) % N];
+        q.y = -q.y;
+        vec2 d = 0.5 * (p - q);
+        store(first_line + l, k, 0.5 * (p + q) + cmul(table[REAL_TW + k], vec2(d.y, -d.x)));
+    }
+#elif STORE_TILED
     for (uint e = ly * THREADS + tid; e < LINES * N; e += GROUP_SIZE)
         store(first_line + e % LINES, e / LINES, sh[(e % LINES) * N + e / LINES]);
 #endif

@@ -134,3 +134,18 @@ def test_bluestein_convolution_length(n):
 def test_line_too_long_for_any_buffer_names_the_limit():
     with pytest.raises(ValueError, match="largest storage buffer"):
         planner.plan_fft(2**25, 1, False, "backward", SOFT)
+
+
+def test_real_transforms_fuse_the_pack_into_the_half_length_pass():
+    fwd = planner.plan_steps((8, 1024), [("r2c", 1, 1024, "backward")], SOFT)
+    assert len(fwd.passes) == 1 and fwd.passes[0].real_unpack == 1024 and fwd.passes[0].n == 512
+    assert fwd.out_shape == (8, 513)
+    inv = planner.plan_steps((8, 513), [("c2r", 1, 1024, "backward")], SOFT)
+    assert len(inv.passes) == 1 and inv.passes[0].real_pack == 1024 and inv.out_shape == (8, 512)
+    # rfft2 of 1024^2: the fused row pass, then one column pass, nothing else
+    two = planner.plan_steps((1024, 512), [("r2c", 1, 1024, "backward"),
+                                           ("c2c", 0, False, "backward")], SOFT)
+    assert len(two.passes) == 2 and two.out_shape == (1024, 513)
+    # too long to fuse: a separate unpack pass after the multi-pass half-length transform
+    big = planner.plan_steps((2, 20000), [("r2c", 1, 20000, "backward")], SOFT)
+    assert isinstance(big.passes[-1], planner.RealPass)
