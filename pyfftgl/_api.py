@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _validate as v
 from . import plans as _plans
+from .device_array import DeviceArray, asarray
 from .plans import cached_steps_plan
 
 # The helpers are pure host functions; numpy's own are exactly numpy's semantics.
@@ -33,6 +34,45 @@ def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
     return plan.execute(x)
 
 
+def _run_device(d: DeviceArray, steps: list[tuple]) -> DeviceArray:
+    """Run `steps` on a device array: device copies in and out, no host transfer."""
+    plan = cached_steps_plan(d.shape, tuple(steps), d.device)
+    return DeviceArray(plan.execute_device(d.buffer), plan.spec.out_shape, np.complex64, d.device)
+
+
+def _via_host(name, d: DeviceArray, out, **kwargs) -> DeviceArray:
+    """A device-array case that needs host-side preparation: through the host and back."""
+    if out is not None:
+        raise TypeError("out= is not supported with device arrays")
+    return asarray(_KINDS[name](d.get(), backend=d.device, **kwargs), backend=d.device)
+
+
+def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
+    """fftn-style calls on a device array: on the device when no cropping/padding or dtype
+    change is needed, else through the host."""
+    s, axes = v.shape_and_axes(d, s, axes, invreal=name in ("irfft", "irfftn", "irfft2"))
+    norm = v.norm(norm)
+    same = all(d.shape[ax] == n for ax, n in zip(axes, s)) and len(set(axes)) == len(axes)
+    last, n_last = axes[-1], s[-1]
+    if out is None and name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
+            and d.dtype == np.complex64:
+        return _run_device(d, [("c2c", ax, inverse, norm) for ax in axes[::-1]])
+    innermost_even = last == d.ndim - 1 and n_last % 2 == 0
+    if out is None and name in ("rfft", "rfftn", "rfft2") and same and innermost_even \
+            and d.dtype == np.float32:
+        steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax in axes[-2::-1]]
+        return _run_device(d.view(np.complex64), steps)
+    if out is None and name in ("irfft", "irfftn", "irfft2") and innermost_even \
+            and d.dtype == np.complex64 and d.shape[last] == n_last // 2 + 1 \
+            and all(d.shape[ax] == n for ax, n in zip(axes[:-1], s[:-1])) \
+            and len(set(axes)) == len(axes):
+        steps = [("c2c", ax, True, norm) for ax in axes[:-1]] + [("c2r", last, n_last, norm)]
+        return _run_device(d, steps).view(np.float32)
+    if name in ("fft", "ifft", "rfft", "irfft"):
+        return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
+    return _via_host(name, d, out, s=s, axes=axes, norm=norm)
+
+
 def _finish(result: np.ndarray, out):
     """numpy's `out=`: the right shape (else ValueError), a dtype the result casts to."""
     if out is None:
@@ -50,6 +90,9 @@ def _complex_input(a, name):
 
 
 def _c2c_nd(a, s, axes, norm, inverse, out, backend, name, default_axes=None):
+    if isinstance(a, DeviceArray):
+        return _device_nd(name, a, s, axes if axes is not None else default_axes, norm, out,
+                          inverse)
     arr, dtype = _complex_input(a, name)
     s, axes = v.shape_and_axes(arr, s, axes if axes is not None else default_axes)
     norm = v.norm(norm)
@@ -73,14 +116,14 @@ def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     "forward"; `out` receives the result. `backend` picks the API ("vulkan", "gl", "auto" or a
     Device). float32/complex64 input gives complex64 output.
     """
-    arr = v.as_array(a, "fft")
+    arr = a if isinstance(a, DeviceArray) else v.as_array(a, "fft")
     ax = v.axis(axis, arr.ndim)
     return _c2c_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, False, out, backend, "fft")
 
 
 def ifft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the one-dimensional inverse discrete Fourier transform, as numpy.fft.ifft."""
-    arr = v.as_array(a, "ifft")
+    arr = a if isinstance(a, DeviceArray) else v.as_array(a, "ifft")
     ax = v.axis(axis, arr.ndim)
     return _c2c_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, True, out, backend, "ifft")
 
@@ -106,6 +149,8 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
 
 
 def _rfft_nd(a, s, axes, norm, out, backend, name):
+    if isinstance(a, DeviceArray):
+        return _device_nd(name, a, s, axes, norm, out)
     arr = v.as_array(a, name)
     v.real_dtype(arr.dtype, name)
     s, axes = v.shape_and_axes(arr, s, axes)
@@ -129,6 +174,8 @@ def _rfft_nd(a, s, axes, norm, out, backend, name):
 
 
 def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
+    if isinstance(a, DeviceArray):
+        return _device_nd(name, a, s, axes, norm, out)
     arr, _ = _complex_input(a, name)
     s, axes = v.shape_and_axes(arr, s, axes, invreal=True)
     norm = v.norm(norm)
@@ -157,14 +204,14 @@ def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
 
 def rfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the one-dimensional discrete Fourier transform for real input, as numpy.fft.rfft."""
-    arr = v.as_array(a, "rfft")
+    arr = a if isinstance(a, DeviceArray) else v.as_array(a, "rfft")
     ax = v.axis(axis, arr.ndim)
     return _rfft_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, out, backend, "rfft")
 
 
 def irfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the inverse of rfft, as numpy.fft.irfft (n defaults to 2 * (m - 1))."""
-    arr = v.as_array(a, "irfft")
+    arr = a if isinstance(a, DeviceArray) else v.as_array(a, "irfft")
     ax = v.axis(axis, arr.ndim)
     n = v.length(n, 2 * (arr.shape[ax] - 1))
     return _irfft_nd(arr, [n], [ax], norm, out, backend, "irfft")
@@ -192,6 +239,8 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
 
 def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the FFT of a signal with Hermitian symmetry (real spectrum), as numpy.fft.hfft."""
+    if isinstance(a, DeviceArray):  # conjugation and a real result: through the host
+        return _via_host("hfft", a, out, n=n, axis=axis, norm=norm)
     arr = v.as_array(a, "hfft")
     ax = v.axis(axis, arr.ndim)
     n = v.length(n, 2 * (arr.shape[ax] - 1))
@@ -200,6 +249,8 @@ def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the inverse FFT of a signal with Hermitian symmetry, as numpy.fft.ihfft."""
+    if isinstance(a, DeviceArray):
+        return _via_host("ihfft", a, out, n=n, axis=axis, norm=norm)
     arr = v.as_array(a, "ihfft")
     ax = v.axis(axis, arr.ndim)
     n = v.length(n, arr.shape[ax])

@@ -85,6 +85,7 @@ class TransformPlan:
                 dispatches.append(Dispatch(dev.kernel(program, bound, (gx, gy, 1)),
                                            np.array(p.push(units, base), np.uint32)))
         self.dispatch_count = len(dispatches)
+        self._dispatches = dispatches
         self._submission = dev.record(dispatches, uploads=[self._buffers["in"]],
                                       downloads=[self._buffers["out"]])
         self._lock = threading.Lock()
@@ -133,6 +134,17 @@ class TransformPlan:
         return out
 
     __call__ = execute
+
+    def execute_device(self, src) -> object:
+        """Transform the device buffer `src` (the plan's input size) into a new device buffer,
+        with no host transfer: device copies into and out of the plan's buffers."""
+        if self.spec.chunks != 1:
+            raise ValueError("this transform does not fit one submission on this device")
+        dst = self.device.buffer(self._buffers["out"].nbytes)
+        with self._lock:
+            self.device.record(self._dispatches, copies_before=[(src, self._buffers["in"])],
+                               copies_after=[(self._buffers["out"], dst)]).run()
+        return dst
 
 
 class FFTPlan(TransformPlan):

@@ -102,5 +102,7 @@ class Device(abc.ABC):
 
     @abc.abstractmethod
     def record(self, dispatches: Sequence[Dispatch], *, uploads: Sequence[Buffer] = (),
-               downloads: Sequence[Buffer] = ()) -> Submission:
-        """Record uploads, the dispatches, then downloads as one replayable submission."""
+               downloads: Sequence[Buffer] = (), copies_before: Sequence[tuple] = (),
+               copies_after: Sequence[tuple] = ()) -> Submission:
+        """Record uploads and (src, dst) buffer copies, the dispatches, then copies and
+        downloads as one replayable submission. Copied buffers have equal sizes."""

@@ -63,9 +63,11 @@ class GLSubmission(Submission):
     GPU: a buffer written with glBufferSubData at every call is moved to system memory by
     NVIDIA's driver (measured: every dispatch then ran at PCIe speed, 2.5 ms for 128 MB)."""
 
-    def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
+    def __init__(self, device: "GLDevice", dispatches, uploads, downloads, copies_before=(),
+                 copies_after=()):
         self._device = device
         self._dispatches = list(dispatches)
+        self._copies_before, self._copies_after = list(copies_before), list(copies_after)
         self._uploads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
                          for b in uploads]
         self._downloads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
@@ -73,6 +75,10 @@ class GLSubmission(Submission):
 
     def _dispatch_all(self):
         ctx = self._device.ctx
+        for a, b in self._copies_before:
+            ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
+        if self._copies_before:
+            ctx.memory_barrier()
         for i, d in enumerate(self._dispatches):
             if i:
                 ctx.memory_barrier()
@@ -84,6 +90,8 @@ class GLSubmission(Submission):
                     uniform.value = int(d.push[i_push])
             k.program.shader.run(*k.groups)
         ctx.memory_barrier()
+        for a, b in self._copies_after:
+            ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
 
     def run(self, inputs=(), *, timed=False):
         ctx = self._device.ctx
@@ -179,5 +187,5 @@ class GLDevice(Device):
     def kernel(self, program, buffers, groups):
         return GLKernel(program, buffers, groups)
 
-    def record(self, dispatches, *, uploads=(), downloads=()):
-        return GLSubmission(self, dispatches, uploads, downloads)
+    def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
+        return GLSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)

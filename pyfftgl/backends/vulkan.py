@@ -46,7 +46,8 @@ class VkKernel(Kernel):
 
 class VkSubmission(Submission):
     def __init__(self, device: "VulkanDevice", dispatches: Sequence[Dispatch],
-                 uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer]):
+                 uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer],
+                 copies_before=(), copies_after=()):
         import kp
 
         self._device = device
@@ -55,6 +56,8 @@ class VkSubmission(Submission):
         self._ops = []
         if uploads:
             self._ops.append(kp.OpTensorSyncDevice([b.tensor for b in uploads]))
+        # The first dispatch's own transfer->compute barrier orders these copies before it.
+        self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_before]
         first = len(self._ops)
         for i, d in enumerate(dispatches):
             if i:
@@ -66,6 +69,9 @@ class VkSubmission(Submission):
                 self._ops.append(kp.OpTensorSyncLocal([device._sentinel.tensor]))
             self._ops.append(kp.OpAlgoDispatch(d.kernel.algorithm, d.push))
         self._timed_span = (first, len(self._ops))
+        if copies_after:
+            self._ops.append(kp.OpTensorSyncLocal([device._sentinel.tensor]))  # compute->transfer
+            self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
         if downloads:
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
         self._plain = self._make_sequence(0)
@@ -164,5 +170,5 @@ class VulkanDevice(Device):
                                    np.zeros(0, np.uint32), push)
         return VkKernel(algo, list(buffers))
 
-    def record(self, dispatches, *, uploads=(), downloads=()):
-        return VkSubmission(self, dispatches, uploads, downloads)
+    def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
+        return VkSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)

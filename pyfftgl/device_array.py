@@ -1,0 +1,61 @@
+"""Device-resident arrays: data that stays on the GPU between transforms."""
+from __future__ import annotations
+
+import numpy as np
+
+from .backends import get_device
+
+_SUPPORTED = (np.complex64, np.float32)
+
+
+class DeviceArray:
+    """A C-contiguous complex64 or float32 array in a device buffer.
+
+    Transforms of a DeviceArray return DeviceArrays with no host transfer when the data needs no
+    host-side preparation (no cropping or padding, single precision, even real lengths on the
+    innermost axis); other cases go through the host and say so in their docstrings.
+    """
+
+    def __init__(self, buffer, shape, dtype, device):
+        self.buffer, self.shape, self.dtype, self.device = buffer, tuple(shape), np.dtype(dtype), device
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    def get(self) -> np.ndarray:
+        """A host copy (numpy array) of the data."""
+        flat = self.device.read(self.buffer, self.nbytes // 4)
+        return flat.view(self.dtype).reshape(self.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.get()
+        return a if dtype is None else a.astype(dtype)
+
+    def view(self, dtype) -> "DeviceArray":
+        """The same bytes as another of the supported dtypes (the last axis rescaled)."""
+        dtype = np.dtype(dtype)
+        last = self.shape[-1] * self.dtype.itemsize // dtype.itemsize
+        if last * dtype.itemsize != self.shape[-1] * self.dtype.itemsize:
+            raise ValueError("the last axis does not divide into the new dtype")
+        return DeviceArray(self.buffer, self.shape[:-1] + (last,), dtype, self.device)
+
+    def __repr__(self):
+        return (f"<DeviceArray shape={self.shape} dtype={self.dtype} on "
+                f"{self.device.info.api}:{self.device.info.name}>")
+
+
+def asarray(a, dtype=None, backend=None) -> DeviceArray:
+    """`a` on the device (a copy), as complex64 or float32; a DeviceArray on that device as is."""
+    device = get_device(backend if backend is not None or not isinstance(a, DeviceArray)
+                        else a.device)
+    if isinstance(a, DeviceArray) and a.device is device and (dtype is None or a.dtype == dtype):
+        return a
+    host = np.asarray(a.get() if isinstance(a, DeviceArray) else a)
+    if dtype is None:
+        dtype = np.complex64 if host.dtype.kind == "c" else np.float32
+    if np.dtype(dtype).type not in _SUPPORTED:
+        raise TypeError(f"device arrays hold complex64 or float32, not {np.dtype(dtype)}")
+    host = np.ascontiguousarray(host, dtype=dtype)
+    return DeviceArray(device.buffer(max(host.nbytes, 4), host.view(np.float32).ravel()),
+                       host.shape, dtype, device)

@@ -1,0 +1,53 @@
+"""Device-resident arrays: transforms stay on the device."""
+import numpy as np
+import pytest
+
+import pyfftgl
+from pyfftgl import DeviceArray
+from conftest import assert_accurate, random_complex
+
+
+def test_round_trip_through_the_device(backend):
+    x = random_complex((6, 40), seed=1)
+    d = pyfftgl.asarray(x, backend=backend)
+    assert isinstance(d, DeviceArray) and d.shape == (6, 40) and d.dtype == np.complex64
+    assert np.array_equal(d.get(), x)
+    assert pyfftgl.asarray(d, backend=backend) is d
+
+
+def test_transforms_of_device_arrays_stay_on_the_device(backend, monkeypatch):
+    x = random_complex((8, 64), seed=2)
+    r = np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32)
+    d, dr = pyfftgl.asarray(x, backend=backend), pyfftgl.asarray(r, backend=backend)
+    # No host transfer may happen while these run: reading a device buffer is forbidden.
+    device = d.device
+
+    def no_reads(*a, **k):
+        raise AssertionError("host transfer")
+    monkeypatch.setattr(device, "read", no_reads)
+    y = pyfftgl.fft2(d)
+    z = pyfftgl.ifftn(y)
+    f = pyfftgl.rfft(dr)
+    g = pyfftgl.irfft(f, n=64)
+    h = pyfftgl.rfft2(dr)
+    monkeypatch.undo()
+    for out in (y, z, f, g, h):
+        assert isinstance(out, DeviceArray)
+    assert_accurate(y.get(), np.fft.fft2(x.astype(np.complex128)), 8 * 64)
+    assert_accurate(z.get(), x.astype(np.complex128), 8 * 64, 1.5)
+    assert f.shape == (8, 33) and g.shape == (8, 64) and g.dtype == np.float32
+    assert_accurate(f.get(), np.fft.rfft(r.astype(np.float64)), 64)
+    assert_accurate(g.get(), r.astype(np.complex128), 64, 1.5)
+    assert_accurate(h.get(), np.fft.rfft2(r.astype(np.float64)), 8 * 64)
+    assert np.array_equal(d.get(), x)  # the input buffer is untouched
+
+
+def test_cases_that_need_the_host_still_work(backend):
+    x = random_complex((5, 30), seed=4)
+    d = pyfftgl.asarray(x, backend=backend)
+    got = pyfftgl.fft(d, n=45)  # zero padding happens on the host
+    assert isinstance(got, DeviceArray)
+    assert_accurate(got.get(), np.fft.fft(x.astype(np.complex128), n=45), 45, 2.0)
+    assert_accurate(pyfftgl.hfft(d).get(), np.fft.hfft(x.astype(np.complex128)), 58)
+    with pytest.raises(TypeError):
+        pyfftgl.asarray(np.ones(3), dtype=np.float64)
