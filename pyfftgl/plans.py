@@ -102,10 +102,12 @@ class TransformPlan:
     def __repr__(self):
         s = self.spec
         parts = ", ".join(f"{p.n}{list(p.radices)}" for p in s.passes)
-        conv = f" (convolution length {s.conv_n})" if s.conv_n else ""
+        per_axis = ", ".join(
+            f"axis {ax}: {alg}" + (f" (convolution length {m})" if m else "")
+            for ax, alg, m in zip(s.axes, s.algorithms, s.conv_lengths))
         return (f"<{type(self).__name__} shape={s.shape} axes={s.axes} "
                 f"{'inverse' if s.inverse else 'forward'} norm={self.norm} on "
-                f"{self.device.info.api}:{self.device.info.name}: {s.algorithm}{conv}, "
+                f"{self.device.info.api}:{self.device.info.name}: {per_axis}, "
                 f"{len(s.passes)} pass{'es' if len(s.passes) > 1 else ''} [{parts}], "
                 f"{s.chunks} submission(s), {self.nbytes} bytes>")
 

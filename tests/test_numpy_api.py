@@ -150,3 +150,14 @@ def test_helpers_are_numpys():
     x = np.arange(12).reshape(3, 4)
     assert np.array_equal(pyfftgl.fftshift(x, axes=1), np.fft.fftshift(x, axes=1))
     assert np.array_equal(pyfftgl.ifftshift(x), np.fft.ifftshift(x))
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft",
+                                  "rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.complex64])
+def test_dtypes_and_shapes_equal_numpys(name, dtype):
+    if name in ("rfft", "rfft2", "rfftn", "ihfft") and dtype == np.complex64:
+        return  # numpy refuses complex input there (tested in test_validate)
+    x = np.ones((4, 6, 10), dtype)
+    ours, theirs = getattr(pyfftgl, name)(x), getattr(np.fft, name)(x)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
