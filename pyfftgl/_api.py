@@ -199,7 +199,9 @@ def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
         result = result.view(np.float32)  # n/2 complex values are the n reals
     else:
         result = np.ascontiguousarray(result.real)
-    if arr.dtype == np.float16:  # numpy's real output dtype: result_type(float16, 1.0)
+    if arr.dtype == np.float16 and len(axes) == 1:
+        # numpy's irfft of float16 returns result_type(float16, 1.0); with more axes its ifft
+        # steps have made the data complex64 first, and the result is float32
         result = result.astype(np.float16)
     return _finish(result, out)
 
