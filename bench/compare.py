@@ -21,27 +21,38 @@ import pyfftgl
 from pyfftgl.backends import BACKENDS, probe
 
 
-def cufft_ms(n: int, batch: int, reps: int) -> float | None:
+def _torch_cuda():
     try:
         import torch
     except ImportError:
         return None
-    if not torch.cuda.is_available():
-        return None
-    x = torch.ones((batch, n), dtype=torch.complex64, device="cuda")
+    return torch if torch.cuda.is_available() else None
+
+
+def cuda_ms(fn, reps: int) -> float:
+    """Best CUDA-event time of fn() over reps loops of 10 calls, after 3 warm-ups."""
+    import torch
     for _ in range(3):
-        torch.fft.fft(x)
+        fn()
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     best = float("inf")
     for _ in range(reps):
         start.record()
         for _ in range(10):
-            torch.fft.fft(x)
+            fn()
         stop.record()
         torch.cuda.synchronize()
         best = min(best, start.elapsed_time(stop) / 10)
     return best
+
+
+def cufft_ms(n: int, batch: int, reps: int) -> float | None:
+    torch = _torch_cuda()
+    if torch is None:
+        return None
+    x = torch.ones((batch, n), dtype=torch.complex64, device="cuda")
+    return cuda_ms(lambda: torch.fft.fft(x), reps)
 
 
 def copy_gbps() -> float | None:
@@ -95,27 +106,12 @@ def plan_gpu_ms(p, reps: int) -> float:
 
 
 def cufft_2d_ms(shape, real: bool, reps: int) -> float | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
+    torch = _torch_cuda()
+    if torch is None:
         return None
     x = torch.ones(shape, dtype=torch.float32 if real else torch.complex64, device="cuda")
     f = torch.fft.rfft2 if real else torch.fft.fft2
-    for _ in range(3):
-        f(x)
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best = float("inf")
-    for _ in range(reps):
-        start.record()
-        for _ in range(10):
-            f(x)
-        stop.record()
-        torch.cuda.synchronize()
-        best = min(best, start.elapsed_time(stop) / 10)
-    return best
+    return cuda_ms(lambda: f(x), reps)
 
 
 def bench_2d(sizes, reps, records, bw, commit):
