@@ -160,10 +160,6 @@ class FFTPlan(TransformPlan):
         super().__init__(planner.plan_fft(n, batch, inverse, norm, limits), device, limits, norm)
         self.n, self.batch, self.inverse = n, batch, inverse
 
-    @property
-    def dispatches_per_pass(self):
-        return self.dispatch_count / len(self.passes)
-
 
 class PlanCache:
     """An LRU of plans bounded by count and by the bytes their buffers hold."""
