@@ -13,6 +13,7 @@ test: setup
 	$(PY) -m pytest -q tests
 
 bench: setup
+	@$(PY) -c 'import tqdm, matplotlib' 2>/dev/null || $(PY) -m pip -q install tqdm matplotlib
 	$(PY) -m pyfftgl bench
 
 info: setup

@@ -104,27 +104,17 @@ def cmd_selftest(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    """Batched 1D C2C GPU time per backend (a first version of the benchmark tool)."""
-    import pyfftgl
-    for name in BACKENDS:
-        dev, why = probe(name)
-        if dev is None:
-            print(f"{name}: unavailable: {why}")
-            continue
-        for n in args.sizes:
-            batch = max(1, args.elements // n)
-            plan = pyfftgl.FFTPlan(n, batch, False, backend=name)
-            x = np.ones((batch, n), np.complex64)
-            plan.execute(x)
-            times = []
-            for _ in range(args.repeat):
-                plan.execute(x, timed=True)
-                times.append(plan.last_gpu_ns)
-            best = min(times) / 1e6
-            gbps = 16 * n * batch / (best * 1e-3) / 1e9
-            print(f"{name:6s} n={n:6d} batch={batch:8d} GPU {best:8.3f} ms  {gbps:7.1f} GB/s  "
-                  f"{5 * n * np.log2(n) * batch / (best * 1e-3) / 1e9:7.1f} GFLOP/s")
-    return 0
+    """The benchmark sweep (pyfftgl/bench.py)."""
+    from pathlib import Path
+
+    from . import bench
+    elements = args.elements or (2**20 if args.quick else 2**24)
+    cases = bench.default_cases(elements, args.quick)
+    if args.only:
+        cases = [c for c in cases if c.group in args.only]
+    records = bench.run(cases, backends=args.backends, reps=args.repeat, cpu=not args.no_cpu,
+                        out_dir=None if args.no_write else Path(args.out))
+    return 0 if records else 2
 
 
 def main(argv=None) -> int:
@@ -135,10 +125,15 @@ def main(argv=None) -> int:
     d.add_argument("--rows", type=int, default=1024)
     d.add_argument("--n", type=int, default=1024)
     sub.add_parser("selftest", help="a few transforms per backend against numpy")
-    b = sub.add_parser("bench", help="batched 1D GPU timings")
-    b.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096])
-    b.add_argument("--elements", type=int, default=2**22)
+    b = sub.add_parser("bench", help="GPU/host time against CPU libraries and cuFFT; JSON + plot")
+    b.add_argument("--quick", action="store_true", help="a few small cases (software drivers)")
+    b.add_argument("--elements", type=int, help="complex values per 1D batch (2^24; --quick 2^20)")
     b.add_argument("--repeat", type=int, default=5)
+    b.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
+    b.add_argument("--only", nargs="*", choices=["1d", "mixed", "bluestein", "2d", "real", "3d"])
+    b.add_argument("--no-cpu", action="store_true", help="skip the numpy/scipy references")
+    b.add_argument("--out", default="bench/results")
+    b.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     return {"info": cmd_info, "demo": cmd_demo, "selftest": cmd_selftest, "bench": cmd_bench}[args.cmd](args)
 

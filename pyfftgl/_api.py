@@ -37,6 +37,8 @@ def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
 def _run_device(d: DeviceArray, steps: list[tuple]) -> DeviceArray:
     """Run `steps` on a device array: device copies in and out, no host transfer."""
     plan = cached_steps_plan(d.shape, tuple(steps), d.device)
+    if plan.spec.chunks > 1:  # its work buffers need several submissions: through the host
+        return asarray(plan.execute(d.get()), backend=d.device)
     return DeviceArray(plan.execute_device(d.buffer), plan.spec.out_shape, np.complex64, d.device)
 
 
@@ -285,7 +287,11 @@ class Plan:
         self.norm, self.backend = v.norm(norm), backend
         if kind in _ND:
             self._kwargs = dict(s=s, axes=axes, norm=self.norm)
-        else:
+        else:  # a 1-D function: one axis, given as an int or a 1-sequence
+            if axes is not None and not isinstance(axes, (int, np.integer)):
+                if len(axes) != 1:
+                    raise ValueError(f"{kind} transforms one axis, got axes={axes!r}")
+                axes = axes[0]
             self._kwargs = dict(n=n, axis=-1 if axes is None else axes, norm=self.norm)
         self._func = _KINDS[kind]
         _plans._in_use.plans = []

@@ -1,0 +1,290 @@
+"""python -m pyfftgl bench: GPU and host time of pyfftgl against the CPU libraries and, where
+importable, cuFFT (torch.fft, cupy.fft) and VkFFT (pyvkfft), in one run.
+
+GPU time comes from Vulkan timestamps / GL timer queries around a plan's dispatches (device-resident
+data, no transfers); host time is the wall time of one device-resident call, submission and wait
+included. GFLOP/s counts 5 N log2 N per transform; GB/s counts 16 bytes per complex element per
+pass of the plan; "% copy" compares that with the device's copy bandwidth measured first with the
+same API. Records go to bench/results/<device-slug>.json (one file per device, merged by case),
+plots next to it when matplotlib is installed.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import planner, shaders
+from .backends import BACKENDS, probe
+from .backends.base import Dispatch
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str  # a numpy.fft function name
+    shape: tuple[int, ...]  # input shape
+    axes: tuple[int, ...]  # transformed axes
+    group: str  # "1d", "2d", "3d", "real", "mixed", "bluestein"
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind} {'x'.join(map(str, self.shape))}"
+
+    @property
+    def n(self) -> int:
+        """Points per transform (the transformed axes' lengths, real length for r2c)."""
+        return math.prod(self.shape[a] for a in self.axes)
+
+    @property
+    def batch(self) -> int:
+        return math.prod(self.shape) // self.n
+
+
+def default_cases(elements: int, quick: bool) -> list[Case]:
+    """The sweep: batched 1D over `elements` complex values, 2D, 3D, real, mixed, Bluestein."""
+    def batched(kind, n, group):
+        return Case(kind, (max(1, elements // n), n), (1,), group)
+    pow2 = [256, 4096] if quick else [64, 256, 1024, 4096, 2**16, 2**20, 2**22]
+    mixed = [1000] if quick else [1000, 1536, 2187, 2401, 3125]
+    blue = [4099] if quick else [4099, 65537]
+    sides = [256] if quick else [1024, 2048, 4096]
+    cases = [batched("fft", n, "1d") for n in pow2]
+    cases += [batched("fft", n, "mixed") for n in mixed]
+    cases += [batched("fft", n, "bluestein") for n in blue]
+    cases += [Case("fft2", (s, s), (0, 1), "2d") for s in sides]
+    cases += [Case("rfft2", (s, s), (0, 1), "real") for s in sides]
+    cases += [Case("irfft2", (s, s // 2 + 1), (0, 1), "real") for s in sides[:1]]
+    cases += [Case("fftn", (c, c, c), (0, 1, 2), "3d") for c in ([32] if quick else [128, 256])]
+    return cases
+
+
+def device_slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "device"
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, cwd=Path(__file__).parent, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
+    """Device copy bandwidth (bytes read + written per second) through this API's own kernel."""
+    nbytes = min(nbytes, device.info.limits.max_buffer_bytes) // 16 * 16
+    src, dst = device.buffer(nbytes), device.buffer(nbytes)
+    program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
+    count = nbytes // 16
+    dispatches = [Dispatch(device.kernel(program, [src, dst], (gx, gy, 1)),
+                           np.array([count, base, 0, 0, 0, 0], np.uint32))
+                  for base, gx, gy in planner.split_groups(-(-count // 256),
+                                                           device.info.limits.max_group_count)]
+    sub = device.record(dispatches)
+    sub.run()
+    best = min(sub.run(timed=True) for _ in range(reps))
+    return 2 * nbytes / (best * 1e-9) / 1e9
+
+
+def _time_gpu(plan, data, reps: int) -> tuple[float, float]:
+    """(best GPU ms over the device plans, best host ms of one device-resident call)."""
+    from .device_array import asarray
+    gpu = min(sum(_timed(dp) for dp in plan.device_plans) for _ in range(reps))
+    d = asarray(data, backend=plan.backend)
+    fn = plan._func
+    fn(d, backend=plan.backend, **plan._kwargs)  # warm
+    host = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn(d, backend=plan.backend, **plan._kwargs)
+        host = min(host, (time.perf_counter() - t0) * 1e3)
+    return gpu, host
+
+
+def _timed(device_plan) -> float:
+    x = np.ones(device_plan.shape, np.complex64)
+    device_plan.execute(x, timed=True)
+    return device_plan.last_gpu_ns / 1e6
+
+
+def _input(case: Case) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    if case.kind in ("rfft", "rfft2", "rfftn"):
+        return rng.standard_normal(case.shape).astype(np.float32)
+    return (rng.standard_normal(case.shape) + 1j * rng.standard_normal(case.shape)).astype(np.complex64)
+
+
+def _wall_ms(fn, reps: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, (time.perf_counter() - t0) * 1e3)
+    return best
+
+
+def references(case: Case, data: np.ndarray, reps: int, cpu: bool) -> dict:
+    """Times of the same transform in other libraries, where importable (None otherwise)."""
+    out: dict[str, float | None] = {}
+    kw = {"axes": case.axes} if case.kind.endswith(("2", "n")) else {"axis": case.axes[0]}
+    if cpu:
+        out["numpy_ms"] = _wall_ms(lambda: getattr(np.fft, case.kind)(data, **kw), max(1, reps // 3))
+        try:
+            import scipy.fft
+            out["scipy_ms"] = _wall_ms(lambda: getattr(scipy.fft, case.kind)(data, workers=-1, **kw),
+                                       max(1, reps // 3))
+        except ImportError:
+            out["scipy_ms"] = None
+    try:
+        import torch
+        if torch.cuda.is_available():
+            t = torch.from_numpy(data).cuda()
+            fn = getattr(torch.fft, case.kind)
+            tkw = {"dim": case.axes} if case.kind.endswith(("2", "n")) else {"dim": case.axes[0]}
+            out["cufft_ms"] = _cuda_ms(torch, lambda: fn(t, **tkw), reps)
+    except ImportError:
+        pass
+    try:
+        import cupy
+        c = cupy.asarray(data)
+        fn = getattr(cupy.fft, case.kind)
+        out["cupy_ms"] = _cupy_ms(cupy, lambda: fn(c, **kw), reps)
+    except Exception:  # no cupy, or no CUDA device for it
+        pass
+    try:
+        import pyvkfft.fft as vkfft  # noqa: F401
+        out["vkfft_ms"] = None  # importable; timing it needs its own context (not yet wired)
+    except Exception:
+        pass
+    return out
+
+
+def _cuda_ms(torch, fn, reps: int) -> float:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = float("inf")
+    for _ in range(reps):
+        start.record()
+        for _ in range(10):
+            fn()
+        stop.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(stop) / 10)
+    return best
+
+
+def _cupy_ms(cupy, fn, reps: int) -> float:
+    for _ in range(3):
+        fn()
+    best = float("inf")
+    for _ in range(reps):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(10):
+            fn()
+        stop.record()
+        stop.synchronize()
+        best = min(best, cupy.cuda.get_elapsed_time(start, stop) / 10)
+    return best
+
+
+def _progress(items, desc):
+    try:
+        from tqdm import tqdm
+        return tqdm(items, desc=desc, leave=False)
+    except ImportError:
+        return items
+
+
+def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
+        out_dir: Path | None = Path("bench/results"), echo=print) -> list[dict]:
+    """Measure every case on every available backend; returns (and writes) the records."""
+    from ._api import plan as make_plan
+    records, date, commit = [], datetime.date.today().isoformat(), _commit()
+    refs_cache: dict[str, dict] = {}
+    for name in backends:
+        device, why = probe(name)
+        if device is None:
+            echo(f"{name}: unavailable: {why}")
+            continue
+        bw = copy_gbps(device)
+        echo(f"{name}: {device.info.name}, copy {bw:.0f} GB/s")
+        for case in _progress(cases, name):
+            data = _input(case)
+            p = make_plan(case.shape, data.dtype, axes=case.axes, kind=case.kind, backend=device)
+            gpu, host = _time_gpu(p, data, reps)
+            passes = sum(len(dp.passes) for dp in p.device_plans)
+            if case.name not in refs_cache:
+                refs_cache[case.name] = references(case, data, reps, cpu)
+            ref = refs_cache[case.name]
+            complex_elems = data.size if data.dtype == np.complex64 else data.size // 2
+            gbps = 16 * complex_elems * passes / (gpu * 1e-3) / 1e9
+            rec = dict(case=case.name, group=case.group, shape=list(case.shape), axes=list(case.axes),
+                       batch=case.batch, kind=case.kind, backend=name, gpu_ms=gpu, host_ms=host,
+                       passes=passes, gflops=5 * case.n * math.log2(max(case.n, 2)) * case.batch
+                       / (gpu * 1e-3) / 1e9, gbps=gbps, pct_copy=100 * gbps / bw, ref=ref,
+                       copy_gbps=bw, device=device.info.name, driver=device.info.driver,
+                       api_version=device.info.api_version, date=date, commit=commit)
+            records.append(rec)
+            cu = ref.get("cufft_ms")
+            echo(f"{name:6s} {case.name:22s} GPU {gpu:9.3f} ms  host {host:8.3f} ms  "
+                 f"{gbps:7.0f} GB/s ({rec['pct_copy']:5.1f}% copy)"
+                 + (f"  {gpu / cu:5.2f}x cuFFT" if cu else ""))
+    if out_dir is not None and records:
+        write(records, Path(out_dir), echo)
+    return records
+
+
+def write(records: list[dict], out_dir: Path, echo=print) -> Path:
+    """Merge records into bench/results/<device-slug>.json (newer replace older of the same
+    case and backend) and draw plots when matplotlib is there."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{device_slug(records[0]['device'])}.json"
+    old = json.loads(path.read_text()) if path.exists() else []
+    keep = {(r["case"], r["backend"]) for r in records}
+    merged = [r for r in old if (r.get("case"), r.get("backend")) not in keep] + records
+    path.write_text(json.dumps(merged, indent=1))
+    echo(f"wrote {path}")
+    try:
+        plot(merged, path.with_suffix(".png"))
+        echo(f"wrote {path.with_suffix('.png')}")
+    except ImportError:
+        echo("matplotlib not installed: no plot (pip install matplotlib)")
+    return path
+
+
+def plot(records: list[dict], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ones = sorted((r for r in records if r.get("group") in ("1d", "mixed", "bluestein")),
+                  key=lambda r: r["shape"][-1])
+    for backend in sorted({r["backend"] for r in ones}):
+        pts = [(r["shape"][-1], r["gbps"]) for r in ones if r["backend"] == backend]
+        ax.plot(*zip(*pts), "o-", label=f"pyfftgl {backend}")
+    cu = [(r["shape"][-1], 16 * r["shape"][0] * r["shape"][-1] / (r["ref"]["cufft_ms"] * 1e-3) / 1e9)
+          for r in ones if r["ref"].get("cufft_ms") and r["backend"] == ones[0]["backend"]]
+    if cu:
+        ax.plot(*zip(*cu), "k--", label="cuFFT (one pass)")
+    if ones:
+        ax.axhline(ones[0]["copy_gbps"], color="grey", lw=0.8, label="copy bandwidth")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("N (batched 1D C2C)")
+    ax.set_ylabel("GB/s (16 B per element per pass)")
+    ax.set_title(ones[0]["device"] if ones else "pyfftgl")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

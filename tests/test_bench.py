@@ -1,0 +1,38 @@
+"""The benchmark tool on the real drivers: its copy kernel copies, and its records carry the
+fields the results files promise."""
+import json
+
+import numpy as np
+
+from pyfftgl import bench, planner, shaders
+from pyfftgl.backends import get_device
+from pyfftgl.backends.base import Dispatch
+
+FIELDS = {"case", "shape", "batch", "kind", "backend", "gpu_ms", "host_ms", "ref", "copy_gbps",
+          "device", "driver", "date", "commit", "gflops", "gbps", "pct_copy"}
+
+
+def test_copy_kernel_copies(backend):
+    dev = get_device(backend)
+    data = np.arange(4096, dtype=np.float32)
+    src, dst = dev.buffer(data.nbytes, data), dev.buffer(data.nbytes)
+    prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
+    k = dev.kernel(prog, [src, dst], (4, 1, 1))
+    dev.record([Dispatch(k, np.array([1024, 0, 0, 0, 0, 0], np.uint32))]).run()
+    assert np.array_equal(dev.read(dst, 4096), data)
+    assert bench.copy_gbps(dev, nbytes=1 << 20, reps=2) > 0
+
+
+def test_records_and_results_file(backend, tmp_path):
+    cases = [bench.Case("fft", (64, 256), (1,), "1d"), bench.Case("rfft2", (32, 32), (0, 1), "real")]
+    lines = []
+    records = bench.run(cases, backends=(backend,), reps=2, out_dir=tmp_path, echo=lines.append)
+    assert len(records) == 2
+    for r in records:
+        assert FIELDS <= set(r)
+        assert r["gpu_ms"] > 0 and r["host_ms"] > 0 and r["ref"]["numpy_ms"] > 0
+    files = list(tmp_path.glob("*.json"))
+    assert len(files) == 1 and len(json.loads(files[0].read_text())) == 2
+    # a second run of the same cases replaces its records rather than appending
+    bench.run(cases[:1], backends=(backend,), reps=1, out_dir=tmp_path, echo=lines.append)
+    assert len(json.loads(files[0].read_text())) == 2
