@@ -269,15 +269,26 @@ def plot(records: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    ones = sorted((r for r in records if r.get("group") in ("1d", "mixed", "bluestein")),
-                  key=lambda r: r["shape"][-1])
-    for backend in sorted({r["backend"] for r in ones}):
-        pts = [(r["shape"][-1], r["gbps"]) for r in ones if r["backend"] == backend]
-        ax.plot(*zip(*pts), "o-", label=f"pyfftgl {backend}")
-    cu = [(r["shape"][-1], 16 * r["shape"][0] * r["shape"][-1] / (r["ref"]["cufft_ms"] * 1e-3) / 1e9)
-          for r in ones if r["ref"].get("cufft_ms") and r["backend"] == ones[0]["backend"]]
-    if cu:
-        ax.plot(*zip(*cu), "k--", label="cuFFT (one pass)")
+    ones = [r for r in records if r.get("group") in ("1d", "mixed", "bluestein")]
+    style = {"1d": "o-", "mixed": "s", "bluestein": "x"}
+
+    def series(rows, value):
+        """Powers of two as a line, mixed-radix and Bluestein lengths as separate markers."""
+        for group, fmt in style.items():
+            pts = sorted((r["shape"][-1], value(r)) for r in rows if r["group"] == group)
+            if pts:
+                yield group, fmt, pts
+    for k, backend in enumerate(sorted({r["backend"] for r in ones})):
+        rows = [r for r in ones if r["backend"] == backend]
+        for group, fmt, pts in series(rows, lambda r: r["gbps"]):
+            ax.plot(*zip(*pts), fmt, color=f"C{k}",
+                    label=f"pyfftgl {backend}" + ("" if group == "1d" else f" ({group})"))
+    first = sorted({r["backend"] for r in ones})[:1]
+    ref_rows = [r for r in ones if r["backend"] in first and r["ref"].get("cufft_ms")]
+    for group, fmt, pts in series(ref_rows, lambda r: 16 * r["shape"][0] * r["shape"][-1]
+                                  / (r["ref"]["cufft_ms"] * 1e-3) / 1e9):
+        ax.plot(*zip(*pts), fmt.replace("-", "--"), color="k",
+                label="cuFFT (one pass)" + ("" if group == "1d" else f" ({group})"))
     if ones:
         ax.axhline(ones[0]["copy_gbps"], color="grey", lw=0.8, label="copy bandwidth")
     ax.set_xscale("log", base=2)
