@@ -57,5 +57,5 @@ def asarray(a, dtype=None, backend=None) -> DeviceArray:
     if np.dtype(dtype).type not in _SUPPORTED:
         raise TypeError(f"device arrays hold complex64 or float32, not {np.dtype(dtype)}")
     host = np.ascontiguousarray(host, dtype=dtype)
-    return DeviceArray(device.buffer(max(host.nbytes, 4), host.view(np.float32).ravel()),
-                       host.shape, dtype, device)
+    return DeviceArray(device.buffer(max(host.nbytes, 4), host.view(np.float32).ravel(),
+                                     device_only=True), host.shape, dtype, device)

@@ -142,7 +142,7 @@ class TransformPlan:
         with no host transfer: device copies into and out of the plan's buffers."""
         if self.spec.chunks != 1:
             raise ValueError("this transform does not fit one submission on this device")
-        dst = self.device.buffer(self._buffers["out"].nbytes)
+        dst = self.device.buffer(self._buffers["out"].nbytes, device_only=True)
         with self._lock:
             self.device.record(self._dispatches, copies_before=[(src, self._buffers["in"])],
                                copies_after=[(self._buffers["out"], dst)]).run()

@@ -84,8 +84,11 @@ class Device(abc.ABC):
         """Compile GLSL compute source (with its `#version` line) for this API."""
 
     @abc.abstractmethod
-    def buffer(self, nbytes: int, data: np.ndarray | None = None) -> Buffer:
-        """Allocate a storage buffer; `data` (float32/uint32) fills its start if given."""
+    def buffer(self, nbytes: int, data: np.ndarray | None = None,
+               device_only: bool = False) -> Buffer:
+        """Allocate a storage buffer; `data` (float32/uint32) fills its start if given.
+        `device_only`: the host never maps it (device arrays), so an API with host-side
+        shadows of its buffers (Kompute's staging tensors) keeps none."""
 
     @abc.abstractmethod
     def write(self, buf: Buffer, data: np.ndarray) -> None:

@@ -171,7 +171,7 @@ class GLDevice(Device):
             raise ShaderCompileError(f"GL compute shader failed to compile: {e}") from e
         return GLProgram(shader, tuple(push_names))
 
-    def buffer(self, nbytes, data=None):
+    def buffer(self, nbytes, data=None, device_only=False):
         buf = self.ctx.buffer(reserve=max(4, nbytes))
         if data is not None:
             buf.write(np.ascontiguousarray(data).tobytes())
