@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from .backends import BACKENDS, probe
+from .backends import BACKENDS, available, probe
 
 
 def _device_lines(dev) -> list[str]:
@@ -67,11 +67,7 @@ def cmd_demo(args) -> int:
     ref = np.fft.fft(x.astype(np.complex128))
     cpu_ms = (time.perf_counter() - t0) * 1e3
     status = 0
-    for name in BACKENDS:
-        dev, why = probe(name)
-        if dev is None:
-            print(f"{name}: unavailable: {why}")
-            continue
+    for name, dev in available():
         plan = pyfftgl.FFTPlan(n, rows, False, backend=name)
         plan.execute(x)  # warm-up: compiles and first-touch allocations
         t0 = time.perf_counter()
@@ -91,9 +87,7 @@ def cmd_demo(args) -> int:
 def cmd_selftest(args) -> int:
     import pyfftgl
     bad = 0
-    for name in BACKENDS:
-        if probe(name)[0] is None:
-            continue
+    for name, _ in available():
         for n in (2, 8, 64, 1000, 4096):
             x = np.exp(1j * np.arange(3 * n)).astype(np.complex64).reshape(3, n)
             err = _rel_l2(pyfftgl.fft(x, backend=name), np.fft.fft(x.astype(np.complex128)))

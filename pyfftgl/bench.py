@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import planner, shaders
-from .backends import BACKENDS, probe
+from .backends import BACKENDS, available
 from .backends.base import Dispatch
 
 
@@ -213,11 +213,7 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
     from ._api import plan as make_plan
     records, date, commit = [], datetime.date.today().isoformat(), _commit()
     refs_cache: dict[str, dict] = {}
-    for name in backends:
-        device, why = probe(name)
-        if device is None:
-            echo(f"{name}: unavailable: {why}")
-            continue
+    for name, device in available(backends, echo):
         bw = copy_gbps(device)
         echo(f"{name}: {device.info.name}, copy {bw:.0f} GB/s")
         for case in _progress(cases, name):

@@ -63,3 +63,13 @@ def probe(name: str) -> tuple[Device | None, str | None]:
         return get_device(name), None
     except BackendUnavailable as e:
         return None, str(e)
+
+
+def available(names=BACKENDS, echo=print):
+    """(name, device) for each usable backend among `names`; the others are reported via echo."""
+    for name in names:
+        dev, why = probe(name)
+        if dev is None:
+            echo(f"{name}: unavailable: {why}")
+            continue
+        yield name, dev
