@@ -71,6 +71,22 @@ def float_literal(x: float) -> str:
     return f"{float(x):.9e}"
 
 
+def odd_radix_tables(radices) -> dict[str, str]:
+    """ODD_COS / ODD_SIN (cos, sin of 2 pi m / R from float64) and ODD_OFFSET_R for the odd radices
+    in use, concatenated into one table each."""
+    odd = sorted({r for r in radices if r % 2 and r > 1})
+    if not odd:
+        return {}
+    out, cos, sin = {}, [], []
+    for r in odd:
+        out[f"ODD_OFFSET_{r}"] = f"{len(cos)}u"
+        cos += [math.cos(2 * math.pi * m / r) for m in range(r)]
+        sin += [math.sin(2 * math.pi * m / r) for m in range(r)]
+    out["ODD_COS"] = "float[](" + ", ".join(f"{c:.9e}" for c in cos) + ")"
+    out["ODD_SIN"] = "float[](" + ", ".join(f"{c:.9e}" for c in sin) + ")"
+    return out
+
+
 def norm_scale(n: int, norm: str, inverse: bool) -> float:
     """The factor applied to the output of a length-n transform under numpy's `norm`."""
     if norm == "ortho":
@@ -189,6 +205,7 @@ class StockhamPass:
             "SCALE": float_literal(self.scale),
             "FFT_STAGES": stages,
         }
+        d.update(odd_radix_tables(self.radices))
         if len(self.radices) > 1:
             d["TW_OFFSET"] = f"{offsets.get(('twiddle', self.n), 0)}u"
         if self.line_dims != (1, 1, 1):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import os
 import re
 import shutil
@@ -44,22 +43,6 @@ def kernel_text(name: str) -> str:
         return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
 
     return expand(name)
-
-
-def odd_radix_tables(radices) -> dict[str, str]:
-    """ODD_COS / ODD_SIN (cos, sin of 2 pi m / R from float64) and ODD_OFFSET_R for the odd radices
-    in use, concatenated into one table each."""
-    odd = sorted({r for r in radices if r % 2 and r > 1})
-    if not odd:
-        return {}
-    out, cos, sin = {}, [], []
-    for r in odd:
-        out[f"ODD_OFFSET_{r}"] = f"{len(cos)}u"
-        cos += [math.cos(2 * math.pi * m / r) for m in range(r)]
-        sin += [math.sin(2 * math.pi * m / r) for m in range(r)]
-    out["ODD_COS"] = "float[](" + ", ".join(f"{c:.9e}" for c in cos) + ")"
-    out["ODD_SIN"] = "float[](" + ", ".join(f"{c:.9e}" for c in sin) + ")"
-    return out
 
 
 def assemble(name: str, defines: dict[str, object], api: str) -> str:
@@ -124,15 +107,9 @@ _programs_lock = threading.Lock()
 
 
 def get_program(device, name: str, defines: dict, push_names=()):
-    """The compiled program of kernel `name` with `defines` on `device`, compiled once per process.
-
-    Odd-radix DFT tables are added to the preamble here so every kernel gets them the same way.
-    """
+    """The compiled program of kernel `name` with `defines` on `device`, compiled once per process."""
     global _programs
-    radices = [int(str(r).rstrip("u")) for r in _stage_radices(defines)]
-    full = dict(defines)
-    full.update(odd_radix_tables(radices))
-    source = assemble(name, full, device.info.api)
+    source = assemble(name, defines, device.info.api)
     with _programs_lock:
         if _programs is None:
             _programs = weakref.WeakKeyDictionary()
@@ -144,6 +121,3 @@ def get_program(device, name: str, defines: dict, push_names=()):
             cache[source] = prog
     return prog
 
-
-def _stage_radices(defines: dict):
-    return re.findall(r"STAGE\((\d+)u", str(defines.get("FFT_STAGES", "")))

@@ -9,7 +9,6 @@ import pytest
 import pyfftgl
 from pyfftgl import shaders
 from pyfftgl.backends import get_device, probe
-from pyfftgl.backends.base import BackendUnavailable
 
 
 def test_both_backends_work_here():

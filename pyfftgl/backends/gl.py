@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Kernel, Limits,
+from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Kernel, Limits,
                    Program, Submission)
 
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
