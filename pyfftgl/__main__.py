@@ -102,7 +102,12 @@ def cmd_bench(args) -> int:
     from pathlib import Path
 
     from . import bench
-    elements = args.elements or (2**20 if args.quick else 2**24)
+    if args.tune is not None:
+        found = bench.tune(tuple(args.tune) or bench.TUNE_SIZES, backends=args.backends,
+                           elements=args.elements or (2**20 if args.quick else 2**24),
+                           save=not args.no_write)
+        return 0 if found else 2
+    elements = args.elements or (2**20 if args.quick else 2**26)
     cases = bench.default_cases(elements, args.quick)
     if args.only:
         cases = [c for c in cases if c.group in args.only]
@@ -121,7 +126,11 @@ def main(argv=None) -> int:
     sub.add_parser("selftest", help="a few transforms per backend against numpy")
     b = sub.add_parser("bench", help="GPU/host time against CPU libraries and cuFFT; JSON + plot")
     b.add_argument("--quick", action="store_true", help="a few small cases (software drivers)")
-    b.add_argument("--elements", type=int, help="complex values per 1D batch (2^24; --quick 2^20)")
+    b.add_argument("--elements", type=int,
+                   help="complex values per 1D batch (2^26, --tune 2^24; --quick 2^20)")
+    b.add_argument("--tune", type=int, nargs="*", metavar="N",
+                   help="time the kernel shapes of these lengths (default: a set from 64 to 4096) "
+                        "and keep the fastest in the device's wisdom file")
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     b.add_argument("--only", nargs="*", choices=["1d", "mixed", "bluestein", "2d", "real", "3d"])

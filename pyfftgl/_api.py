@@ -34,12 +34,29 @@ def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
     return plan.execute(x)
 
 
-def _run_device(d: DeviceArray, steps: list[tuple]) -> DeviceArray:
-    """Run `steps` on a device array: device copies in and out, no host transfer."""
+def _run_device(d: DeviceArray, steps: list[tuple], out: DeviceArray | None = None,
+                out_dtype=np.complex64) -> DeviceArray:
+    """Run `steps` on a device array into a new device array or `out`, with no host transfer."""
     plan = cached_steps_plan(d.shape, tuple(steps), d.device)
+    shape = plan.spec.out_shape
+    if out_dtype == np.float32:
+        shape = shape[:-1] + (shape[-1] * 2,)
+    if out is not None:
+        if not isinstance(out, DeviceArray) or out.device is not d.device:
+            raise TypeError("out= for a device array must be a DeviceArray on the same device")
+        if out.shape != shape or out.dtype != out_dtype:
+            raise ValueError(f"output array has wrong shape or dtype: expected {shape} "
+                             f"{np.dtype(out_dtype)}, got {out.shape} {out.dtype}")
+        if out.buffer is d.buffer:
+            raise ValueError("out= must not be the input device array (no in-place transforms)")
     if plan.spec.chunks > 1:  # its work buffers need several submissions: through the host
-        return asarray(plan.execute(d.get()), backend=d.device)
-    return DeviceArray(plan.execute_device(d.buffer), plan.spec.out_shape, np.complex64, d.device)
+        result = plan.execute(d.get())
+        if out is None:
+            return asarray(result.view(out_dtype).reshape(shape), backend=d.device)
+        d.device.write(out.buffer, result.view(np.float32).ravel())
+        return out
+    buf = plan.execute_device(d.buffer, None if out is None else out.buffer)
+    return out if out is not None else DeviceArray(buf, shape, out_dtype, d.device)
 
 
 def _via_host(name, d: DeviceArray, out, **kwargs) -> DeviceArray:
@@ -56,20 +73,20 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     norm = v.norm(norm)
     same = all(d.shape[ax] == n for ax, n in zip(axes, s)) and len(set(axes)) == len(axes)
     last, n_last = axes[-1], s[-1]
-    if out is None and name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
+    if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
             and d.dtype == np.complex64:
-        return _run_device(d, [("c2c", ax, inverse, norm) for ax in axes[::-1]])
+        return _run_device(d, [("c2c", ax, inverse, norm) for ax in axes[::-1]], out)
     innermost_even = last == d.ndim - 1 and n_last % 2 == 0
-    if out is None and name in ("rfft", "rfftn", "rfft2") and same and innermost_even \
+    if name in ("rfft", "rfftn", "rfft2") and same and innermost_even \
             and d.dtype == np.float32:
         steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax in axes[-2::-1]]
-        return _run_device(d.view(np.complex64), steps)
-    if out is None and name in ("irfft", "irfftn", "irfft2") and innermost_even \
+        return _run_device(d.view(np.complex64), steps, out)
+    if name in ("irfft", "irfftn", "irfft2") and innermost_even \
             and d.dtype == np.complex64 and d.shape[last] == n_last // 2 + 1 \
             and all(d.shape[ax] == n for ax, n in zip(axes[:-1], s[:-1])) \
             and len(set(axes)) == len(axes):
         steps = [("c2c", ax, True, norm) for ax in axes[:-1]] + [("c2r", last, n_last, norm)]
-        return _run_device(d, steps).view(np.float32)
+        return _run_device(d, steps, out, np.float32)
     if name in ("fft", "ifft", "rfft", "irfft"):
         return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
     return _via_host(name, d, out, s=s, axes=axes, norm=norm)
@@ -307,7 +324,10 @@ class Plan:
         return sum(p.nbytes for p in self.device_plans)
 
     def execute(self, a, out=None):
-        a = np.asarray(a)
+        """Transform `a`: a numpy-compatible array (returns numpy) or a DeviceArray (returns a
+        DeviceArray, into `out` when given, with no host transfer where the kind allows)."""
+        if not isinstance(a, DeviceArray):
+            a = np.asarray(a)
         if a.shape != self.shape:
             raise ValueError(f"this plan transforms arrays of shape {self.shape}, got {a.shape}")
         return self._func(a, out=out, backend=self.backend, **self._kwargs)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import planner, shaders
+from . import planner, shaders, wisdom
 from .backends import BACKENDS, available
 from .backends.base import Dispatch
 
@@ -65,10 +64,6 @@ def default_cases(elements: int, quick: bool) -> list[Case]:
     return cases
 
 
-def device_slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "device"
-
-
 def _commit() -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -94,25 +89,54 @@ def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
     return 2 * nbytes / (best * 1e-9) / 1e9
 
 
-def _time_gpu(plan, data, reps: int) -> tuple[float, float]:
-    """(best GPU ms over the device plans, best host ms of one device-resident call)."""
+def _time_gpu(plan, data, reps: int) -> tuple[float, float, float]:
+    """(best GPU ms over the device plans, median host ms of one device-resident call, median
+    ms of a call plus waiting for its result). Calls reuse their output (`out=`), as a render
+    loop would; the first call records the submission and is not counted."""
     from .device_array import asarray
     gpu = min(sum(_timed(dp) for dp in plan.device_plans) for _ in range(reps))
     d = asarray(data, backend=plan.backend)
-    fn = plan._func
-    fn(d, backend=plan.backend, **plan._kwargs)  # warm
-    host = float("inf")
-    for _ in range(reps):
+    out = plan(d)
+    device = d.device
+    submit, sync = [], []
+    for _ in range(max(reps, 20)):
+        device.finish()
         t0 = time.perf_counter()
-        fn(d, backend=plan.backend, **plan._kwargs)
-        host = min(host, (time.perf_counter() - t0) * 1e3)
-    return gpu, host
+        plan(d, out=out)
+        t1 = time.perf_counter()
+        device.finish()
+        t2 = time.perf_counter()
+        submit.append((t1 - t0) * 1e3)
+        sync.append((t2 - t0) * 1e3)
+    return gpu, float(np.median(submit)), float(np.median(sync))
 
 
 def _timed(device_plan) -> float:
-    x = np.ones(device_plan.shape, np.complex64)
-    device_plan.execute(x, timed=True)
-    return device_plan.last_gpu_ns / 1e6
+    """GPU ms of a plan's dispatches alone (the data in its buffers does not matter)."""
+    sub = device_plan.device.record(device_plan._dispatches)
+    sub.run()
+    return sub.run(timed=True) / 1e6
+
+
+def submission_floor_ms(device) -> float:
+    """The driver's own round trip, measured apart from pyfftgl: on Vulkan an empty command
+    buffer submitted and waited for on a separate VkDevice (plain ctypes); on GL, glFinish after
+    a 1-workgroup dispatch of the copy kernel. Median ms."""
+    if device.info.api == "vulkan":
+        from .backends import _vkfloor, _vkinfo
+        names = [d["device_name"] for d in _vkinfo.physical_devices()]
+        return _vkfloor.fence_floor_us(names.index(device.info.name))["wait"] / 1e3
+    buf = device.buffer(16)
+    program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
+    sub = device.record([Dispatch(device.kernel(program, [buf, buf], (1, 1, 1)),
+                                  np.array([0, 0, 0, 0, 0, 0], np.uint32))])
+    times = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        sub.run()
+        device.finish()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)) * 1e3
 
 
 def _input(case: Case) -> np.ndarray:
@@ -215,11 +239,12 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
     refs_cache: dict[str, dict] = {}
     for name, device in available(backends, echo):
         bw = copy_gbps(device)
-        echo(f"{name}: {device.info.name}, copy {bw:.0f} GB/s")
+        floor = submission_floor_ms(device)
+        echo(f"{name}: {device.info.name}, copy {bw:.0f} GB/s, bare submit+wait {floor * 1e3:.1f} us")
         for case in _progress(cases, name):
             data = _input(case)
             p = make_plan(case.shape, data.dtype, axes=case.axes, kind=case.kind, backend=device)
-            gpu, host = _time_gpu(p, data, reps)
+            gpu, host, sync = _time_gpu(p, data, reps)
             passes = sum(len(dp.passes) for dp in p.device_plans)
             if case.name not in refs_cache:
                 refs_cache[case.name] = references(case, data, reps, cpu)
@@ -228,13 +253,15 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
             gbps = 16 * complex_elems * passes / (gpu * 1e-3) / 1e9
             rec = dict(case=case.name, group=case.group, shape=list(case.shape), axes=list(case.axes),
                        batch=case.batch, kind=case.kind, backend=name, gpu_ms=gpu, host_ms=host,
+                       sync_ms=sync, floor_ms=floor,
                        passes=passes, gflops=5 * case.n * math.log2(max(case.n, 2)) * case.batch
                        / (gpu * 1e-3) / 1e9, gbps=gbps, pct_copy=100 * gbps / bw, ref=ref,
                        copy_gbps=bw, device=device.info.name, driver=device.info.driver,
                        api_version=device.info.api_version, date=date, commit=commit)
             records.append(rec)
             cu = ref.get("cufft_ms")
-            echo(f"{name:6s} {case.name:22s} GPU {gpu:9.3f} ms  host {host:8.3f} ms  "
+            echo(f"{name:6s} {case.name:22s} GPU {gpu:9.3f} ms  host {host * 1e3:7.1f} us "
+                 f"(+wait {sync * 1e3:7.1f} us)  "
                  f"{gbps:7.0f} GB/s ({rec['pct_copy']:5.1f}% copy)"
                  + (f"  {gpu / cu:5.2f}x cuFFT" if cu else ""))
     if out_dir is not None and records:
@@ -246,7 +273,7 @@ def write(records: list[dict], out_dir: Path, echo=print) -> Path:
     """Merge records into bench/results/<device-slug>.json (newer replace older of the same
     case and backend) and draw plots when matplotlib is there."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{device_slug(records[0]['device'])}.json"
+    path = out_dir / f"{wisdom.device_slug(records[0]['device'])}.json"
     old = json.loads(path.read_text()) if path.exists() else []
     keep = {(r["case"], r["backend"]) for r in records}
     merged = [r for r in old if (r.get("case"), r.get("backend")) not in keep] + records
@@ -295,3 +322,59 @@ def plot(records: list[dict], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+TUNE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 1000, 1536, 2187, 2401, 3125)
+
+
+def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int = 3,
+         echo=print, save: bool = True) -> dict:
+    """Time every planner.shape_candidates() shape of a batched length-n C2C on each backend,
+    check it against numpy, and keep the fastest per length in the device's wisdom file."""
+    from dataclasses import replace
+    from .plans import TransformPlan
+    found_all = {}
+    rng = np.random.default_rng(0)
+    for name, device in available(backends, echo):
+        base = replace(device.info.limits, tuned=())
+        found = {}
+        for n in _progress(sizes, f"tune {name}"):
+            batch = max(1, elements // n)
+            bufs = {b: device.buffer(batch * n * planner.COMPLEX64_BYTES, device_only=True)
+                    for b in ("in", "out")}
+            x = (rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))).astype(np.complex64)
+            ref = np.fft.fft(x.astype(np.complex128))
+            timings = []
+            for cand in planner.shape_candidates(n, base):
+                lim = replace(base, tuned=((n,) + cand,))
+                spec = planner.plan_fft(n, batch, False, "backward", lim)
+                p = spec.passes[0]
+                if len(spec.passes) != 1 or (p.radices, p.threads, p.sh_pad) != (cand[0], cand[1], cand[3]):
+                    continue  # does not fit this device as asked
+                small = TransformPlan(planner.plan_fft(n, 3, False, "backward", lim), device, lim,
+                                      "backward")
+                y = small.execute(x)
+                if np.linalg.norm(y - ref) / np.linalg.norm(ref) > 1e-5:
+                    echo(f"  {name} n={n} {cand}: WRONG RESULT, skipped")
+                    continue
+                plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
+                t = min(_timed(plan) for _ in range(reps))
+                timings.append((t, cand, p.lines))
+            if not timings:
+                continue
+            timings.sort(key=lambda r: r[0])
+            t, cand, lines = timings[0]
+            default = planner.plan_fft(n, batch, False, "backward", base).passes[0]
+            dt = next((r[0] for r in timings if (r[1][0], r[1][1], r[1][3]) ==
+                       (default.radices, default.threads, default.sh_pad)), None)
+            echo(f"{name:6s} n={n:5d}: best {t:.4f} ms {list(cand[0])} threads {cand[1]} lines "
+                 f"{lines} pad {cand[3]}; default {dt if dt is None else round(dt, 4)} ms; "
+                 f"{len(timings)} shapes; worst {timings[-1][0]:.4f} ms")
+            found[n] = {"radices": list(cand[0]), "threads": cand[1], "lines": cand[2],
+                        "pad": cand[3], "gpu_ms": round(t, 5), "elements": batch * n,
+                        "ranking": [[round(r[0], 5), list(r[1][0]), r[1][1], r[1][3]]
+                                    for r in timings[:5]]}
+        if save and found:
+            echo(f"wrote {wisdom.save(device.info.name, name, found)}")
+        found_all[name] = found
+    return found_all

@@ -25,6 +25,8 @@ TILE_LINES = 4
 # Complex values an invocation keeps in registers: aim for REGISTER_TARGET, never above MAX.
 REGISTER_TARGET = 32
 MAX_REGISTERS = 64
+# Pad shared memory against bank conflicts unless a tuned entry says otherwise.
+SH_PAD = False
 
 
 def prime_factors(n: int) -> dict[int, int]:
@@ -149,6 +151,7 @@ class StockhamPass:
     per_unit: int = 1  # batch lines (of the axis' layout) per chunk unit
     real_unpack: int = 0  # n: unpack the n/2+1 bins of n real samples in the store (fused)
     real_pack: int = 0  # n: pack n/2+1 bins into n/2 complex values as they are loaded (fused)
+    sh_pad: bool = False  # a spare shared-memory slot every 16 values (bank conflicts)
 
     kernel = "stockham.comp"
 
@@ -170,8 +173,13 @@ class StockhamPass:
         return len(self.radices) > 1 or self.load_tiled or self.store_tiled
 
     @property
+    def sh_line(self) -> int:
+        """Shared-memory slots per line (see SH_LINE in stockham.comp)."""
+        return _sh_line(self.n, self.lines, self.sh_pad)
+
+    @property
     def shared_bytes(self) -> int:
-        return self.lines * self.n * COMPLEX64_BYTES if self.uses_shared else 0
+        return self.lines * self.sh_line * COMPLEX64_BYTES if self.uses_shared else 0
 
     @property
     def invocations(self) -> int:
@@ -206,6 +214,7 @@ class StockhamPass:
             "FFT_STAGES": stages,
         }
         d.update(odd_radix_tables(self.radices))
+        d["SH_PAD"], d["SH_LINE"] = int(self.sh_pad), f"{self.sh_line}u"
         if len(self.radices) > 1:
             d["TW_OFFSET"] = f"{offsets.get(('twiddle', self.n), 0)}u"
         if self.line_dims != (1, 1, 1):
@@ -295,27 +304,54 @@ def fourstep_split(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length() + 1) // 2
 
 
+def _sh_line(n: int, lines: int, pad: bool) -> int:
+    """Slots per line in shared memory: n, or with padding SHI(n - 1) + 1 rounded up so that
+    consecutive lines start 16 / lines banks apart (tiled accesses touch `lines` lines at once)."""
+    if not pad:
+        return n
+    base = n + (n - 1) // 16
+    want = 16 // min(max(lines, 1), 16)
+    return base + (want - base) % 16 if lines > 1 else base
+
+
+def tuned_shape(n: int, limits: Limits):
+    """The entry of limits.tuned for length n: (radices, threads, lines, pad), or None."""
+    for entry in limits.tuned:
+        if entry[0] == n:
+            return entry[1:]
+    return None
+
+
 def _butterflies(n: int, radices, threads: int) -> int:
     return max((-(-(n // r) // threads) for r in radices), default=1)
 
 
-def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None) -> tuple[int, int]:
-    """(threads per line, lines per workgroup) for a line of length n."""
-    cap = min(TARGET_INVOCATIONS, limits.max_invocations, limits.max_group_size[0])
+def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: bool,
+               tuned: tuple | None = None) -> tuple[int, int]:
+    """(threads per line, lines per workgroup) for a line of length n; `tuned` = (threads,
+    lines) measured on this device (lines 0: the default)."""
+    cap = min(limits.max_invocations, limits.max_group_size[0])
     rmax = max(radices, default=1)
-    threads = max(1, min(n // rmax, cap))
-    # Small radices after a large one leave each invocation many butterflies in registers sized
-    # for the large radix; more invocations keep that under REGISTER_TARGET complex values.
-    while threads < cap and _butterflies(n, radices, threads) * rmax > REGISTER_TARGET:
-        threads = min(cap, threads * 2)
-    if lines_wanted is None:
-        lines = max(1, TARGET_INVOCATIONS // threads)
+    if tuned:
+        threads = max(1, min(tuned[0], cap))
     else:
+        threads = max(1, min(n // rmax, TARGET_INVOCATIONS, cap))
+        # Small radices after a large one leave each invocation many butterflies in registers
+        # sized for the large radix; more invocations keep that under REGISTER_TARGET values.
+        while (threads < min(TARGET_INVOCATIONS, cap)
+               and _butterflies(n, radices, threads) * rmax > REGISTER_TARGET):
+            threads = min(cap, threads * 2)
+    if lines_wanted is not None:
         lines = lines_wanted
         threads = max(1, min(threads, limits.max_invocations // lines))
+    elif tuned and tuned[1]:
+        lines = tuned[1]
+    else:
+        lines = max(1, TARGET_INVOCATIONS // threads)
     lines = min(lines, limits.max_group_size[1], max(1, limits.max_invocations // threads))
     if len(radices) > 1 or lines_wanted is not None:
-        lines = min(lines, max(1, limits.max_shared_bytes // (n * COMPLEX64_BYTES)))
+        while lines > 1 and lines * _sh_line(n, lines, pad) * COMPLEX64_BYTES > limits.max_shared_bytes:
+            lines -= 1
     return threads, lines
 
 
@@ -326,14 +362,19 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     tile_lines: a pass with strided (tiled) accesses needs that many lines per workgroup, all
     in shared memory at once.
     """
-    radices = radices_for(n)
+    tuned = tuned_shape(n, limits)
+    radices = tuple(tuned[0]) if tuned else radices_for(n)
     if radices is None:
         return None
-    need = n * COMPLEX64_BYTES * (tile_lines or 1)
-    if need > limits.max_shared_bytes and (len(radices) > 1 or tile_lines):
+    pad = bool(tuned[3]) if tuned else SH_PAD
+    threads, lines = _workgroup(n, radices, limits, tile_lines, pad, tuned and tuned[1:3])
+    p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad, **kw)
+    if p.uses_shared and (p.shared_bytes > limits.max_shared_bytes
+                          or (tile_lines and p.lines < tile_lines)):
+        if pad:  # the padding may be what does not fit
+            untuned = replace(limits, tuned=((n, radices, threads, 0, False),))
+            return stockham_pass(n, inverse, scale, untuned, tile_lines=tile_lines, **kw)
         return None
-    threads, lines = _workgroup(n, radices, limits, tile_lines)
-    p = StockhamPass(n, radices, threads, lines, inverse, scale, **kw)
     # Registers per invocation stay bounded: beyond ~64 complex values the compiler spills.
     if p.butterflies_per_thread * max(radices, default=1) > MAX_REGISTERS:
         return None
@@ -675,7 +716,7 @@ def tighter(device: Limits, wanted: Limits | None) -> Limits:
         return device
     def pick(a, b):
         return tuple(map(min, a, b)) if isinstance(a, tuple) else min(a, b)
-    return Limits(**{f: pick(getattr(device, f), getattr(wanted, f))
+    return Limits(**{f: device.tuned if f == "tuned" else pick(getattr(device, f), getattr(wanted, f))
                      for f in Limits.__dataclass_fields__})
 
 
@@ -693,4 +734,50 @@ def split_groups(groups: int, max_count: tuple[int, int, int]) -> list[tuple[int
         gy = min(-(-left // gx), gy_max)
         out.append((base, gx, gy))
         base += gx * gy
+    return out
+
+
+def _two_power_splits(k: int, max_stages: int = 5) -> list[tuple[int, ...]]:
+    """2^k as radices from 16, 8, 4, 2 (at most one 2), largest first, at most max_stages."""
+    out = []
+
+    def rec(left, top, acc):
+        if left == 0:
+            out.append(tuple(1 << e for e in acc))
+            return
+        if len(acc) == max_stages:
+            return
+        for e in range(min(top, left), 0, -1):
+            if e == 1 and 1 in acc:
+                continue
+            rec(left - e, e, acc + [e])
+    rec(k, 4, [])
+    return out
+
+
+def shape_candidates(n: int, limits: Limits) -> list[tuple]:
+    """Kernel shapes worth timing for length n: (radices, threads, lines, pad) tuples for
+    Limits.tuned. Radix sets of 16/8/4/2 (plus the odd primes), each largest-first and
+    smallest-first, odd radices first or last; threads from the registers per invocation (the
+    largest radix or twice it); shared memory padded or not; the default lines per workgroup."""
+    factors = prime_factors(n)
+    if any(p not in (2,) + _ODD_PRIMES for p in factors):
+        return []
+    odd = tuple(p for p in _ODD_PRIMES for _ in range(factors.get(p, 0)))
+    out = []
+    k = factors.get(2, 0)
+    for two in _two_power_splits(k, 4) or _two_power_splits(k, 6) or [()]:
+        orders = {odd + two, odd + two[::-1], two + odd, two[::-1] + odd}
+        for radices in sorted(orders):
+            rmax = max(radices, default=1)
+            for regs in sorted({rmax, 2 * rmax}):
+                if n % regs or regs > REGISTER_TARGET:
+                    continue
+                threads = n // regs
+                if threads > min(limits.max_invocations, limits.max_group_size[0]):
+                    continue
+                for pad in (False, True):
+                    cand = (radices, threads, 0, pad)
+                    if cand not in out:
+                        out.append(cand)
     return out

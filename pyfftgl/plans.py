@@ -63,7 +63,10 @@ class TransformPlan:
     """Complex transforms over `axes` of a C-contiguous complex64 array of `shape`, bound to one
     device: buffers, tables and programs allocated once, every pass recorded in one submission."""
 
-    def __init__(self, spec: planner.TransformSpec, device: Device, limits: Limits, norm: str):
+    def __init__(self, spec: planner.TransformSpec, device: Device, limits: Limits, norm: str,
+                 buffers: dict | None = None):
+        """`buffers`: device buffers to use by name instead of allocating them (the tuner times
+        many shapes of one transform on the same memory)."""
         self.spec, self.device, self.limits, self.norm = spec, device, limits, norm
         dev, units = device, spec.units
         # Every table the passes read, concatenated into one buffer (binding 2).
@@ -74,22 +77,33 @@ class TransformPlan:
             parts.append(t)
         tables = np.concatenate(parts) if parts else np.zeros(1, np.complex64)
         self._tables = dev.buffer(tables.nbytes, tables)
-        self._buffers = {name: dev.buffer(units * per_unit * planner.COMPLEX64_BYTES)
+        self._buffers = {name: (buffers or {}).get(name) or
+                         dev.buffer(units * per_unit * planner.COMPLEX64_BYTES)
                          for name, per_unit in spec.buffers}
         self.nbytes = tables.nbytes + sum(b.nbytes for b in self._buffers.values())
-        dispatches = []
-        for p in spec.passes:
-            program = shaders.get_program(dev, p.kernel, p.defines(offsets), planner.PUSH_NAMES)
-            bound = [self._buffers[p.src_buf], self._buffers[p.dst_buf], self._tables]
-            for base, gx, gy in planner.split_groups(p.groups(units), limits.max_group_count):
-                dispatches.append(Dispatch(dev.kernel(program, bound, (gx, gy, 1)),
-                                           np.array(p.push(units, base), np.uint32)))
-        self.dispatch_count = len(dispatches)
-        self._dispatches = dispatches
-        self._submission = dev.record(dispatches, uploads=[self._buffers["in"]],
+        self._programs = [shaders.get_program(dev, p.kernel, p.defines(offsets), planner.PUSH_NAMES)
+                          for p in spec.passes]
+        self._dispatches = self._bind(self._buffers)
+        self.dispatch_count = len(self._dispatches)
+        self._submission = dev.record(self._dispatches, uploads=[self._buffers["in"]],
                                       downloads=[self._buffers["out"]])
+        self._device_runs: OrderedDict = OrderedDict()  # (src, dst) ids -> recorded submission
         self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
+
+    # Device-array calls keep this many (src, dst) pairs recorded: a render loop reusing its
+    # arrays replays one, with no recording or allocation per call.
+    DEVICE_BINDINGS = 4
+
+    def _bind(self, buffers: dict) -> list[Dispatch]:
+        """Every pass's dispatches, bound to `buffers` (by name) and the tables."""
+        out, units = [], self.spec.units
+        for p, program in zip(self.spec.passes, self._programs):
+            bound = [buffers[p.src_buf], buffers[p.dst_buf], self._tables]
+            for base, gx, gy in planner.split_groups(p.groups(units), self.limits.max_group_count):
+                out.append(Dispatch(self.device.kernel(program, bound, (gx, gy, 1)),
+                                    np.array(p.push(units, base), np.uint32)))
+        return out
 
     @property
     def passes(self):
@@ -137,15 +151,26 @@ class TransformPlan:
 
     __call__ = execute
 
-    def execute_device(self, src) -> object:
-        """Transform the device buffer `src` (the plan's input size) into a new device buffer,
-        with no host transfer: device copies into and out of the plan's buffers."""
+    def execute_device(self, src, dst=None) -> object:
+        """Transform the device buffer `src` (the plan's input size) into `dst` (a new device
+        buffer if None) and return it, with no host transfer: the passes read `src` and write
+        `dst` directly (`src` is only ever read). The call returns once the work is submitted;
+        the device waits for it before the host next reads or writes device memory."""
         if self.spec.chunks != 1:
             raise ValueError("this transform does not fit one submission on this device")
-        dst = self.device.buffer(self._buffers["out"].nbytes, device_only=True)
+        if dst is None:
+            dst = self.device.buffer(self._buffers["out"].nbytes, device_only=True)
+        key = (id(src), id(dst))
         with self._lock:
-            self.device.record(self._dispatches, copies_before=[(src, self._buffers["in"])],
-                               copies_after=[(self._buffers["out"], dst)]).run()
+            entry = self._device_runs.get(key)
+            if entry is None or entry[0] is not src or entry[1] is not dst:
+                bound = self._bind(dict(self._buffers, **{"in": src, "out": dst}))
+                entry = (src, dst, self.device.record(bound))
+                self._device_runs[key] = entry
+                while len(self._device_runs) > self.DEVICE_BINDINGS:
+                    self._device_runs.popitem(last=False)
+            self._device_runs.move_to_end(key)
+            entry[2].run(wait=False)
         return dst
 
 

@@ -1,6 +1,6 @@
 // In-register DFTs of the radices the planner uses, applied to v[o .. o+R-1] of an array of
-// length BUTTERFLIES * MAX_RADIX. Radix 2, 4 and 8 are written out (no multiplies beyond the
-// 1/sqrt(2) of radix 8); 3, 5, 7, 11 and 13 use a direct DFT whose cos/sin come from float64 on the
+// length BUTTERFLIES * MAX_RADIX. Radix 2, 4, 8 and 16 are written out (constant multiplies
+// only); 3, 5, 7, 11 and 13 use a direct DFT whose cos/sin come from float64 on the
 // host (ODD_COS / ODD_SIN in the preamble).
 
 #define REGS (BUTTERFLIES * MAX_RADIX)
@@ -25,6 +25,16 @@ void dft4(uint o) {
     v[o + 3u] = t1 - t3;
 }
 
+// dft4 on v[o], v[o + s], v[o + 2s], v[o + 3s].
+void dft4s(uint o, uint s) {
+    vec2 t0 = v[o] + v[o + 2u * s], t1 = v[o] - v[o + 2u * s];
+    vec2 t2 = v[o + s] + v[o + 3u * s], t3 = rot_quarter(v[o + s] - v[o + 3u * s]);
+    v[o] = t0 + t2;
+    v[o + s] = t1 + t3;
+    v[o + 2u * s] = t0 - t2;
+    v[o + 3u * s] = t1 - t3;
+}
+
 #if MAX_RADIX >= 8
 void dft8(uint o) {
     const float c = 0.70710678118654752;
@@ -46,6 +56,36 @@ void dft8(uint o) {
 }
 #endif
 
+#if MAX_RADIX >= 16
+// W16^m for the transform's direction (forward exp(-2 pi i m / 16)), m a constant after inlining.
+vec2 w16(uint m) {
+    const float c1 = 0.92387953251128674, s1 = 0.38268343236508977, c2 = 0.70710678118654752;
+    const vec2 w[8] = vec2[](vec2(1.0, 0.0), vec2(c1, s1), vec2(c2, c2), vec2(s1, c1),
+                             vec2(0.0, 1.0), vec2(-s1, c1), vec2(-c2, c2), vec2(-c1, s1));
+    vec2 z = w[m % 8u];
+    if (m >= 8u) z = -z;
+#if INVERSE
+    return z;
+#else
+    return vec2(z.x, -z.y);
+#endif
+}
+
+// 16 = 4 x 4: length-4 DFTs down the columns of v[o + n1 + 4 n2], twiddles W16^(n1 k2), length-4
+// DFTs along the rows; the result sits transposed (X[k2 + 4 k1] at 4 k2 + k1) and is put back
+// in order through registers.
+void dft16(uint o) {
+    UNROLL for (uint n1 = 0u; n1 < 4u; n1++) dft4s(o + n1, 4u);
+    UNROLL for (uint n1 = 1u; n1 < 4u; n1++)
+        UNROLL for (uint k2 = 1u; k2 < 4u; k2++)
+            v[o + n1 + 4u * k2] = cmul(v[o + n1 + 4u * k2], w16(n1 * k2));
+    UNROLL for (uint k2 = 0u; k2 < 4u; k2++) dft4s(o + 4u * k2, 1u);
+    vec2 t[16];
+    UNROLL for (uint m = 0u; m < 16u; m++) t[m] = v[o + m];
+    UNROLL for (uint m = 0u; m < 16u; m++) v[o + m] = t[(m % 4u) * 4u + m / 4u];
+}
+#endif
+
 // Direct DFT of an odd prime radix R: y[k] = sum_n x[n] W^(nk mod R), W = exp(-+2 pi i / R).
 // x[0] and the conjugate-symmetric pairs (n, R-n) are combined first, halving the multiplies.
 // cos/sin(2 pi m / R) for m < R sit at ODD_OFFSET_R in the preamble's ODD_COS / ODD_SIN tables.
@@ -57,15 +97,15 @@ void dft_odd(uint R, uint table, uint o) {
     vec2 s[6], d[6];  // R <= 13
     vec2 x0 = v[o], y0 = x0;
     uint half_r = (R - 1u) / 2u;
-    for (uint n = 1u; n <= half_r; n++) {
+    UNROLL for (uint n = 1u; n <= half_r; n++) {
         s[n - 1u] = v[o + n] + v[o + R - n];
         d[n - 1u] = v[o + n] - v[o + R - n];
         y0 += s[n - 1u];
     }
     v[o] = y0;
-    for (uint k = 1u; k <= half_r; k++) {
+    UNROLL for (uint k = 1u; k <= half_r; k++) {
         vec2 re = x0, im = vec2(0.0);
-        for (uint n = 1u; n <= half_r; n++) {
+        UNROLL for (uint n = 1u; n <= half_r; n++) {
             uint m = table + (n * k) % R;
             re += odd_cos[m] * s[n - 1u];
             im += odd_sin[m] * d[n - 1u];
@@ -85,6 +125,9 @@ void dft(uint R, uint o) {
     case 4u: dft4(o); break;
 #if MAX_RADIX >= 8
     case 8u: dft8(o); break;
+#endif
+#if MAX_RADIX >= 16
+    case 16u: dft16(o); break;
 #endif
 #ifdef ODD_OFFSET_3
     case 3u: dft_odd(3u, ODD_OFFSET_3, o); break;

@@ -1,6 +1,17 @@
 // Shared by every pyfftgl kernel. The preamble (pyfftgl/shaders.py) has already defined API_VULKAN or
 // not, and each kernel's size parameters.
 
+// Loops over registers must be unrolled, or the register arrays they index go to local memory.
+// Vulkan: the SPIR-V Unroll loop control (GL_EXT_control_flow_attributes); GL: NVIDIA's pragma
+// (other GL compilers ignore it and unroll constant-trip loops by themselves).
+#ifdef API_VULKAN
+#extension GL_EXT_control_flow_attributes : require
+#define UNROLL [[unroll]]
+#else
+#pragma optionNV(unroll all)
+#define UNROLL
+#endif
+
 // Push constants: Vulkan push constants, or a uniform struct on GL (its members are set by name,
 // "pc.<member>", by the GL backend). Members are uint32 in declaration order.
 #ifdef API_VULKAN

@@ -78,8 +78,25 @@ layout(std430, binding = 2) readonly buffer Tables { vec2 table[]; };
 PUSH_CONSTANTS(uint lines_total; uint group_base; uint in_len; uint in_batch; uint out_len;
                uint out_batch;)
 
+// Shared memory: line l's element p at l * SH_LINE + SHI(p). SH_PAD inserts a spare slot after
+// every 16 complex values (128 bytes, one row of the 32 four-byte banks), so the stride-R writes
+// of a radix-R stage and the line-fastest tiled accesses spread over the banks instead of
+// queueing on a few; the planner sizes SH_LINE (>= SHI(N - 1) + 1) to stagger the lines too.
+#ifndef SH_PAD
+#define SH_PAD 0
+#endif
+#if SH_PAD
+#define SHI(p) ((p) + ((p) >> 4u))
+#else
+#define SHI(p) (p)
+#endif
+#ifndef SH_LINE
+#define SH_LINE N
+#endif
+#define SH(l, p) sh[(l) * SH_LINE + SHI(p)]
+
 #if USES_SHARED
-shared vec2 sh[LINES * N];
+shared vec2 sh[LINES * SH_LINE];
 #endif
 
 uint first_line;  // the workgroup's first line
@@ -163,13 +180,12 @@ void store(uint line, uint k, vec2 x) {
 void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, uint tid, uint ly) {
     const uint span = N / R;
     uint line = first_line + ly;
-    uint lbase = ly * N;
-    for (uint b = 0u; b < BUTTERFLIES; b++) {
+    UNROLL for (uint b = 0u; b < BUTTERFLIES; b++) {
         uint j = tid + b * THREADS;
         if (j < span) {
-            for (uint r = 0u; r < R; r++) {
+            UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED
-                if (from_sh) v[b * MAX_RADIX + r] = sh[lbase + j + r * span];
+                if (from_sh) v[b * MAX_RADIX + r] = SH(ly, j + r * span);
                 else
 #endif
                 v[b * MAX_RADIX + r] = load(line, j + r * span);
@@ -180,14 +196,14 @@ void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, ui
     // Everyone has read this stage's inputs before anyone overwrites shared memory.
     if (from_sh && to_sh) barrier();
 #endif
-    for (uint b = 0u; b < BUTTERFLIES; b++) {
+    UNROLL for (uint b = 0u; b < BUTTERFLIES; b++) {
         uint j = tid + b * THREADS;
         if (j < span) {
             uint o = b * MAX_RADIX;
             uint k = j % Ns;
             if (Ns > 1u) {
                 uint step = k * (N / (Ns * R));
-                for (uint r = 1u; r < R; r++) {
+                UNROLL for (uint r = 1u; r < R; r++) {
                     vec2 w = table[TW_OFFSET + r * step];
 #if INVERSE
                     w.y = -w.y;
@@ -197,9 +213,9 @@ void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, ui
             }
             dft(R, o);
             uint out0 = (j / Ns) * Ns * R + k;
-            for (uint r = 0u; r < R; r++) {
+            UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED
-                if (to_sh) sh[lbase + out0 + r * Ns] = v[o + r];
+                if (to_sh) SH(ly, out0 + r * Ns) = v[o + r];
                 else
 #endif
                 store(line, out0 + r * Ns, v[o + r]);
@@ -217,17 +233,17 @@ void main() {
 #if LOAD_TILED
     // Line-fastest order: neighbouring invocations read neighbouring lines' element i.
     for (uint e = ly * THREADS + tid; e < LINES * N; e += GROUP_SIZE)
-        sh[(e % LINES) * N + e / LINES] = load(first_line + e % LINES, e / LINES);
+        SH(e % LINES, e / LINES) = load(first_line + e % LINES, e / LINES);
     barrier();
 #endif
 #if NUM_STAGES == 0
 #if LOAD_TILED
-    vec2 x0 = sh[ly * N];
+    vec2 x0 = SH(ly, 0u);
 #else
     vec2 x0 = load(first_line + ly, 0u);
 #endif
 #if STORE_TILED
-    if (tid == 0u) sh[ly * N] = x0;
+    if (tid == 0u) SH(ly, 0u) = x0;
     barrier();
 #else
     if (tid == 0u) store(first_line + ly, 0u, x0);
@@ -241,13 +257,13 @@ void main() {
     // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2, k = 0..N (Z[N] = Z[0])
     for (uint e = ly * THREADS + tid; e < LINES * (N + 1u); e += GROUP_SIZE) {
         uint l = e % LINES, k = e / LINES;
-        vec2 p = sh[l * N + k % N], q = sh[l * N + (N - k) % N];
+        vec2 p = SH(l, k % N), q = SH(l, (N - k) % N);
         q.y = -q.y;
         vec2 d = 0.5 * (p - q);
         store(first_line + l, k, 0.5 * (p + q) + cmul(table[REAL_TW + k], vec2(d.y, -d.x)));
     }
 #elif STORE_TILED
     for (uint e = ly * THREADS + tid; e < LINES * N; e += GROUP_SIZE)
-        store(first_line + e % LINES, e / LINES, sh[(e % LINES) * N + e / LINES]);
+        store(first_line + e % LINES, e / LINES, SH(e % LINES, e / LINES));
 #endif
 }

@@ -6,6 +6,7 @@ Vulkan loader directly. No third-party packages.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_float, c_int32
 from ctypes import c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
@@ -150,51 +151,67 @@ def _load() -> ctypes.CDLL:
                       "install the Vulkan loader (e.g. libvulkan1)") from e
 
 
-def physical_devices() -> list[dict]:
-    """Describe every Vulkan physical device; [] when no driver/instance is available."""
-    lib = _load()
+@contextlib.contextmanager
+def instance(lib: ctypes.CDLL):
+    """A live VkInstance and a `proc(name, restype, *argtypes)` resolving its entry points;
+    (None, None) when no instance can be created (no driver)."""
     create = lib.vkCreateInstance
     create.restype = c_int32
     create.argtypes = [POINTER(VkInstanceCreateInfo), c_void_p, POINTER(c_void_p)]
     gipa = lib.vkGetInstanceProcAddr
     gipa.restype = c_void_p
     gipa.argtypes = [c_void_p, c_char_p]
-
     app = VkApplicationInfo(sType=_STRUCTURE_TYPE_APPLICATION_INFO,
                             pApplicationName=b"pyfftgl", pEngineName=b"pyfftgl",
                             apiVersion=_API_VERSION_1_1)
     info = VkInstanceCreateInfo(sType=_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
                                 pApplicationInfo=ctypes.pointer(app))
-    instance = c_void_p()
-    if create(byref(info), None, byref(instance)) != 0:
-        return []
+    handle = c_void_p()
+    if create(byref(info), None, byref(handle)) != 0:
+        yield None, None
+        return
 
-    # Instance-level entry points must come from vkGetInstanceProcAddr on the
-    # live instance; null if the loader cannot resolve them.
+    # Entry points must come from vkGetInstanceProcAddr on the live instance; null if the
+    # loader cannot resolve them.
     def proc(name, restype, *argtypes):
-        addr = gipa(instance, name)
+        addr = gipa(handle, name)
         if not addr:
             raise OSError(f"vkGetInstanceProcAddr returned NULL for {name.decode()}")
         return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
 
     destroy = proc(b"vkDestroyInstance", None, c_void_p, c_void_p)
     try:
-        enumerate_ = proc(b"vkEnumeratePhysicalDevices", c_int32,
-                          c_void_p, POINTER(c_uint32), POINTER(c_void_p))
+        yield handle, proc
+    finally:
+        destroy(handle, None)
+
+
+def enumerate_devices(handle, proc) -> list:
+    """The VkPhysicalDevice handles of an instance ([] on failure)."""
+    enumerate_ = proc(b"vkEnumeratePhysicalDevices", c_int32,
+                      c_void_p, POINTER(c_uint32), POINTER(c_void_p))
+    count = c_uint32(0)
+    if enumerate_(handle, byref(count), None) != 0:
+        return []
+    handles = (c_void_p * count.value)()
+    # VK_INCOMPLETE (5) would also be non-zero; the count cannot grow between the two calls in
+    # practice, so treat any non-success as "no devices".
+    if count.value and enumerate_(handle, byref(count), handles) != 0:
+        return []
+    return list(handles)
+
+
+def physical_devices() -> list[dict]:
+    """Describe every Vulkan physical device; [] when no driver/instance is available."""
+    with instance(_load()) as (handle, proc):
+        if handle is None:
+            return []
         get_props = proc(b"vkGetPhysicalDeviceProperties", None,
                          c_void_p, POINTER(VkPhysicalDeviceProperties))
-        count = c_uint32(0)
-        if enumerate_(instance, byref(count), None) != 0:
-            return []
-        handles = (c_void_p * count.value)()
-        # VK_INCOMPLETE (5) would also be non-zero; the count cannot grow between
-        # the two calls in practice, so treat any non-success as "no devices".
-        if count.value and enumerate_(instance, byref(count), handles) != 0:
-            return []
         out = []
-        for i in range(count.value):
+        for i, phys in enumerate(enumerate_devices(handle, proc)):
             p = VkPhysicalDeviceProperties()
-            get_props(handles[i], byref(p))
+            get_props(phys, byref(p))
             lim = p.limits
             out.append({
                 "index": i,
@@ -215,5 +232,3 @@ def physical_devices() -> list[dict]:
                 "timestamp_compute_and_graphics": bool(lim.timestampComputeAndGraphics),
             })
         return out
-    finally:
-        destroy(instance, None)

@@ -27,6 +27,9 @@ class Limits:
     max_group_count: tuple[int, int, int]  # workgroups per dispatch, per dimension
     max_buffer_bytes: int  # largest storage buffer a shader may bind
     max_texture_size: int = 0  # largest 2D image side
+    # Kernel shapes measured fastest on this device (`pyfftgl bench --tune`), as
+    # (n, radices, threads per line, lines per workgroup or 0, padded shared memory) tuples.
+    tuned: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,11 @@ class Submission(abc.ABC):
     """
 
     @abc.abstractmethod
-    def run(self, inputs: Sequence[np.ndarray] = (), *, timed: bool = False) -> float | None:
-        """Upload `inputs` to the recorded upload buffers, run, download. Returns GPU ns if timed."""
+    def run(self, inputs: Sequence[np.ndarray] = (), *, timed: bool = False,
+            wait: bool = True) -> float | None:
+        """Upload `inputs` to the recorded upload buffers, run, download. Returns GPU ns if timed.
+        wait=False: return once submitted; the device waits for it before the host next reads
+        or writes device memory (Device.read/write). GL never waits here."""
 
     @abc.abstractmethod
     def result(self, i: int = 0) -> np.ndarray:
@@ -97,6 +103,10 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def read(self, buf: Buffer, count: int) -> np.ndarray:
         """The first `count` float32 values of `buf`, as a new array."""
+
+    @abc.abstractmethod
+    def finish(self) -> None:
+        """Wait until the device has done all work submitted so far."""
 
     @abc.abstractmethod
     def kernel(self, program: Program, buffers: Sequence[Buffer],

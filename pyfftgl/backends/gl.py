@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import wisdom
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Kernel, Limits,
                    Program, Submission)
 
@@ -93,7 +94,7 @@ class GLSubmission(Submission):
         for a, b in self._copies_after:
             ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
 
-    def run(self, inputs=(), *, timed=False):
+    def run(self, inputs=(), *, timed=False, wait=True):
         ctx = self._device.ctx
         for (buf, staging), data in zip(self._uploads, inputs):
             raw = np.ascontiguousarray(data).tobytes()
@@ -159,6 +160,7 @@ class GLDevice(Device):
                 max_group_count=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_COUNT"]),
                 max_buffer_bytes=gi["GL_MAX_SHADER_STORAGE_BLOCK_SIZE"],
                 max_texture_size=gi["GL_MAX_TEXTURE_SIZE"],
+                tuned=wisdom.load(renderer, "gl"),
             ),
             is_software="llvmpipe" in renderer or "softpipe" in renderer,
         )
@@ -183,6 +185,9 @@ class GLDevice(Device):
     def read(self, buf, count):
         self.ctx.memory_barrier()
         return np.frombuffer(buf.buf.read(size=count * 4), np.float32).copy()
+
+    def finish(self):
+        self.ctx.finish()
 
     def kernel(self, program, buffers, groups):
         return GLKernel(program, buffers, groups)

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import shaders
+from .. import shaders, wisdom
 from . import _vkinfo
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Kernel, Limits,
                    Program, Submission)
@@ -75,8 +75,13 @@ class VkSubmission(Submission):
             self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
         if downloads:
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
+        elif dispatches and not copies_after:
+            # Ends with a compute->transfer barrier: the next submission's first dispatch adds
+            # transfer->compute, so submissions left running (wait=False) stay ordered.
+            self._ops.append(kp.OpTensorSyncLocal([device._sentinel.tensor]))
         self._plain = self._make_sequence(0)
         self._timed = None
+        self._pending = False
 
     def _make_sequence(self, timestamps: int):
         seq = self._device._mgr.sequence(total_timestamps=timestamps)
@@ -84,11 +89,17 @@ class VkSubmission(Submission):
             seq.record(op)
         return seq
 
-    def run(self, inputs=(), *, timed=False):
+    def run(self, inputs=(), *, timed=False, wait=True):
+        self.finish()  # a kp sequence cannot be submitted again while it runs
         for buf, data in zip(self._uploads, inputs):
             self._device.write(buf, data, sync=False)
         if not timed:
-            self._plain.eval()
+            if wait:
+                self._plain.eval()
+            else:  # the caller reads nothing now: submit, and wait only when someone reads
+                self._plain.eval_async()
+                self._pending = True
+                self._device._pending.add(self)
             return None
         if self._timed is None:
             self._timed = self._make_sequence(len(self._ops))
@@ -96,6 +107,13 @@ class VkSubmission(Submission):
         ts = self._timed.get_timestamps()  # ts[0] before the first op, ts[i + 1] after op i
         a, b = self._timed_span
         return (ts[b] - ts[a]) * self._device._timestamp_period
+
+    def finish(self):
+        """Wait for a submission left running by run(wait=False)."""
+        if self._pending:
+            self._plain.eval_await()
+            self._pending = False
+            self._device._pending.discard(self)
 
     def result(self, i=0):
         buf = self._downloads[i]
@@ -133,10 +151,17 @@ class VulkanDevice(Device):
                 max_group_count=tuple(props["max_compute_work_group_count"]),
                 max_buffer_bytes=props["max_storage_buffer_range"],
                 max_texture_size=props["max_image_dimension_2d"],
+                tuned=wisdom.load(props["device_name"], "vulkan"),
             ),
             is_software=props["device_type"] == "cpu",
         )
         self._sentinel = self.buffer(4)
+        self._pending: set[VkSubmission] = set()  # run with wait=False, not yet waited for
+
+    def finish(self):
+        """Wait for every submission still running (before the host reads or writes memory)."""
+        for sub in list(self._pending):
+            sub.finish()
 
     def program(self, source, push_names=()):
         return VkProgram(shaders.compile_spirv(source), tuple(push_names))
@@ -166,6 +191,7 @@ class VulkanDevice(Device):
 
     def write(self, buf, data, sync=True):
         import kp
+        self.finish()
         flat = np.ascontiguousarray(data).view(np.float32).ravel()
         if buf.device_only:  # through a staging tensor; two submissions, ordered by their fences
             tmp = self._staging_for(buf)
@@ -179,6 +205,7 @@ class VulkanDevice(Device):
 
     def read(self, buf, count):
         import kp
+        self.finish()
         tensor = buf.tensor
         if buf.device_only:
             tensor = self._staging_for(buf)

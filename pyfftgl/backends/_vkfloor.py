@@ -1,0 +1,149 @@
+"""The submission floor of a Vulkan driver, measured on its own with plain ctypes.
+
+An empty command buffer is submitted with a fence and waited for, many times, on a VkDevice of
+our own (not Kompute's), so the time is the driver's submit + fence round trip and nothing of kp
+or pyfftgl. The benchmark reports pyfftgl's host time per call next to this floor. Waiting is
+timed two ways: vkWaitForFences (what Kompute does) and a busy poll of vkGetFenceStatus.
+"""
+from __future__ import annotations
+
+import ctypes
+import statistics
+import time
+from ctypes import POINTER, Structure, byref, c_float, c_int32, c_uint32, c_uint64, c_void_p
+
+from . import _vkinfo
+
+
+class _QueueFamily(Structure):
+    _fields_ = [("queueFlags", c_uint32), ("queueCount", c_uint32),
+                ("timestampValidBits", c_uint32), ("minImageTransferGranularity", c_uint32 * 3)]
+
+
+class _QueueCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
+                ("queueFamilyIndex", c_uint32), ("queueCount", c_uint32),
+                ("pQueuePriorities", POINTER(c_float))]
+
+
+class _DeviceCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
+                ("queueCreateInfoCount", c_uint32), ("pQueueCreateInfos", POINTER(_QueueCreateInfo)),
+                ("enabledLayerCount", c_uint32), ("ppEnabledLayerNames", c_void_p),
+                ("enabledExtensionCount", c_uint32), ("ppEnabledExtensionNames", c_void_p),
+                ("pEnabledFeatures", c_void_p)]
+
+
+class _PoolCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
+                ("queueFamilyIndex", c_uint32)]
+
+
+class _AllocateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("commandPool", c_uint64),
+                ("level", c_int32), ("commandBufferCount", c_uint32)]
+
+
+class _BeginInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
+                ("pInheritanceInfo", c_void_p)]
+
+
+class _SubmitInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("waitSemaphoreCount", c_uint32),
+                ("pWaitSemaphores", c_void_p), ("pWaitDstStageMask", c_void_p),
+                ("commandBufferCount", c_uint32), ("pCommandBuffers", POINTER(c_void_p)),
+                ("signalSemaphoreCount", c_uint32), ("pSignalSemaphores", c_void_p)]
+
+
+class _FenceCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32)]
+
+
+# VkStructureType values from vulkan_core.h
+_DEVICE_QUEUE_CREATE_INFO, _DEVICE_CREATE_INFO, _SUBMIT_INFO = 2, 3, 4
+_FENCE_CREATE_INFO, _COMMAND_POOL_CREATE_INFO = 8, 39
+_COMMAND_BUFFER_ALLOCATE_INFO, _COMMAND_BUFFER_BEGIN_INFO = 40, 42
+_QUEUE_COMPUTE_BIT = 2
+
+
+def fence_floor_us(device_index: int = 0, reps: int = 200) -> dict:
+    """Median microseconds of one empty submission + wait: {"wait": ..., "poll": ...}."""
+    lib = _vkinfo._load()
+    with _vkinfo.instance(lib) as (instance, proc):
+        handles = _vkinfo.enumerate_devices(instance, proc)
+        phys = handles[device_index]
+        count = c_uint32(0)
+        qprops = proc(b"vkGetPhysicalDeviceQueueFamilyProperties", None, c_void_p,
+                      POINTER(c_uint32), POINTER(_QueueFamily))
+        qprops(phys, byref(count), None)
+        fams = (_QueueFamily * count.value)()
+        qprops(phys, byref(count), fams)
+        family = next(i for i, f in enumerate(fams) if f.queueFlags & _QUEUE_COMPUTE_BIT)
+        prio = c_float(1.0)
+        qci = _QueueCreateInfo(sType=_DEVICE_QUEUE_CREATE_INFO, queueFamilyIndex=family,
+                               queueCount=1, pQueuePriorities=ctypes.pointer(prio))
+        dci = _DeviceCreateInfo(sType=_DEVICE_CREATE_INFO, queueCreateInfoCount=1,
+                                pQueueCreateInfos=ctypes.pointer(qci))
+        device = c_void_p()
+        create = proc(b"vkCreateDevice", c_int32, c_void_p, POINTER(_DeviceCreateInfo), c_void_p,
+                      POINTER(c_void_p))
+        if create(phys, byref(dci), None, byref(device)) != 0:
+            raise OSError("vkCreateDevice failed")
+
+        def dproc(name, restype, *argtypes):
+            return proc(name, restype, *argtypes)  # instance-level lookup works for device calls
+
+        destroy_device = dproc(b"vkDestroyDevice", None, c_void_p, c_void_p)
+        try:
+            queue = c_void_p()
+            dproc(b"vkGetDeviceQueue", None, c_void_p, c_uint32, c_uint32, POINTER(c_void_p))(
+                device, family, 0, byref(queue))
+            pool = c_uint64()
+            dproc(b"vkCreateCommandPool", c_int32, c_void_p, POINTER(_PoolCreateInfo), c_void_p,
+                  POINTER(c_uint64))(device, byref(_PoolCreateInfo(
+                      sType=_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=family)), None, byref(pool))
+            cmd = c_void_p()
+            dproc(b"vkAllocateCommandBuffers", c_int32, c_void_p, POINTER(_AllocateInfo),
+                  POINTER(c_void_p))(device, byref(_AllocateInfo(
+                      sType=_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=pool.value,
+                      commandBufferCount=1)), byref(cmd))
+            dproc(b"vkBeginCommandBuffer", c_int32, c_void_p, POINTER(_BeginInfo))(
+                cmd, byref(_BeginInfo(sType=_COMMAND_BUFFER_BEGIN_INFO)))
+            dproc(b"vkEndCommandBuffer", c_int32, c_void_p)(cmd)
+            fence = c_uint64()
+            dproc(b"vkCreateFence", c_int32, c_void_p, POINTER(_FenceCreateInfo), c_void_p,
+                  POINTER(c_uint64))(device, byref(_FenceCreateInfo(sType=_FENCE_CREATE_INFO)),
+                                     None, byref(fence))
+            submit = dproc(b"vkQueueSubmit", c_int32, c_void_p, c_uint32, POINTER(_SubmitInfo),
+                           c_uint64)
+            wait = dproc(b"vkWaitForFences", c_int32, c_void_p, c_uint32, POINTER(c_uint64),
+                         c_uint32, c_uint64)
+            status = dproc(b"vkGetFenceStatus", c_int32, c_void_p, c_uint64)
+            reset = dproc(b"vkResetFences", c_int32, c_void_p, c_uint32, POINTER(c_uint64))
+            info = _SubmitInfo(sType=_SUBMIT_INFO, commandBufferCount=1,
+                               pCommandBuffers=ctypes.pointer(cmd))
+
+            def once(poll: bool) -> float:
+                t0 = time.perf_counter()
+                submit(queue, 1, byref(info), fence.value)
+                if poll:
+                    while status(device, fence.value) != 0:
+                        pass
+                else:
+                    wait(device, 1, byref(fence), 1, 10**10)
+                dt = time.perf_counter() - t0
+                reset(device, 1, byref(fence))
+                return dt * 1e6
+
+            out = {}
+            for key, poll in (("wait", False), ("poll", True)):
+                for _ in range(10):
+                    once(poll)
+                out[key] = statistics.median(once(poll) for _ in range(reps))
+            dproc(b"vkDestroyFence", None, c_void_p, c_uint64, c_void_p)(device, fence.value, None)
+            dproc(b"vkDestroyCommandPool", None, c_void_p, c_uint64, c_void_p)(
+                device, pool.value, None)
+            return out
+        finally:
+            destroy_device(device, None)

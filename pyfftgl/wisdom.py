@@ -1,0 +1,70 @@
+"""Per-device kernel shapes measured by `pyfftgl bench --tune`, read by the backends at start-up
+and handed to the planner as Limits.tuned.
+
+A wisdom file is JSON named after the device, {api: {n: {"radices": [...], "threads": t,
+"lines": l, "pad": bool, "gpu_ms": ...}}}. Files shipped in pyfftgl/tuned/ are read first, then
+the user's in <cache dir>/wisdom/ (written by --tune), whose entries win.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from .shaders import cache_dir
+
+SHIPPED = Path(__file__).resolve().parent / "tuned"
+
+
+def device_slug(name: str) -> str:
+    """A file-name form of a device name; GL's "NVIDIA H200/PCIe/SSE2" and Vulkan's "NVIDIA H200"
+    give the same slug."""
+    name = name.split("/")[0]
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "device"
+
+
+def user_path(device_name: str) -> Path:
+    return cache_dir() / "wisdom" / f"{device_slug(device_name)}.json"
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def entries(device_name: str, api: str) -> dict:
+    """{n: entry} for this device and API, shipped then user entries."""
+    if os.environ.get("PYFFTGL_NO_WISDOM"):
+        return {}
+    slug = device_slug(device_name)
+    out = {}
+    for path in (SHIPPED / f"{slug}.json", user_path(device_name)):
+        out.update(_read(path).get(api, {}))
+    return out
+
+
+def load(device_name: str, api: str) -> tuple:
+    """Limits.tuned for this device and API: (n, radices, threads, lines, pad) tuples."""
+    out = []
+    for n, e in entries(device_name, api).items():
+        try:
+            out.append((int(n), tuple(int(r) for r in e["radices"]), int(e["threads"]),
+                        int(e.get("lines", 0)), bool(e.get("pad", False))))
+        except (KeyError, TypeError, ValueError):
+            continue  # a malformed entry is ignored, never fatal
+    return tuple(sorted(out))
+
+
+def save(device_name: str, api: str, found: dict, path: Path | None = None) -> Path:
+    """Merge {n: entry} into the wisdom file at `path` (default: the user's) and return it."""
+    path = path or user_path(device_name)
+    data = _read(path)
+    data.setdefault(api, {}).update({str(n): e for n, e in found.items()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+    return path
