@@ -330,7 +330,11 @@ class Plan:
             a = np.asarray(a)
         if a.shape != self.shape:
             raise ValueError(f"this plan transforms arrays of shape {self.shape}, got {a.shape}")
-        return self._func(a, out=out, backend=self.backend, **self._kwargs)
+        _plans._in_use.pinned = {p.cache_key: p for p in self.device_plans}
+        try:  # this Plan's own device plans, whatever the cache has dropped since
+            return self._func(a, out=out, backend=self.backend, **self._kwargs)
+        finally:
+            _plans._in_use.pinned = {}
 
     __call__ = execute
 

@@ -94,7 +94,7 @@ def _time_gpu(plan, data, reps: int) -> tuple[float, float, float]:
     ms of a call plus waiting for its result). Calls reuse their output (`out=`), as a render
     loop would; the first call records the submission and is not counted."""
     from .device_array import asarray
-    gpu = min(sum(_timed(dp) for dp in plan.device_plans) for _ in range(reps))
+    gpu = sum(_timed(dp, reps=reps) for dp in plan.device_plans)
     d = asarray(data, backend=plan.backend)
     out = plan(d)
     device = d.device
@@ -111,11 +111,13 @@ def _time_gpu(plan, data, reps: int) -> tuple[float, float, float]:
     return gpu, float(np.median(submit)), float(np.median(sync))
 
 
-def _timed(device_plan) -> float:
-    """GPU ms of a plan's dispatches alone (the data in its buffers does not matter)."""
-    sub = device_plan.device.record(device_plan._dispatches)
+def _timed(device_plan, repeat: int = 10, reps: int = 3) -> float:
+    """Best GPU ms of a plan's dispatches alone (the data in its buffers does not matter),
+    recorded `repeat` times back to back in one submission: the GPU is kept busy for
+    milliseconds, so its clocks are up and one dispatch's launch gap is not the measurement."""
+    sub = device_plan.device.record(list(device_plan._dispatches) * repeat)
     sub.run()
-    return sub.run(timed=True) / 1e6
+    return min(sub.run(timed=True) for _ in range(reps)) / 1e6 / repeat
 
 
 def submission_floor_ms(device) -> float:
@@ -358,7 +360,7 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
                     echo(f"  {name} n={n} {cand}: WRONG RESULT, skipped")
                     continue
                 plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
-                t = min(_timed(plan) for _ in range(reps))
+                t = _timed(plan, reps=reps)
                 timings.append((t, cand, p.lines))
             if not timings:
                 continue

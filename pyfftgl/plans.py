@@ -85,8 +85,7 @@ class TransformPlan:
                           for p in spec.passes]
         self._dispatches = self._bind(self._buffers)
         self.dispatch_count = len(self._dispatches)
-        self._submission = dev.record(self._dispatches, uploads=[self._buffers["in"]],
-                                      downloads=[self._buffers["out"]])
+        self._host_run = None  # the upload-run-download submission, recorded on first use
         self._device_runs: OrderedDict = OrderedDict()  # (src, dst) ids -> recorded submission
         self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
@@ -140,11 +139,14 @@ class TransformPlan:
             out_view = out
         total = 0.0
         with self._lock:  # the plan's buffers are shared by every call
+            if self._host_run is None:
+                self._host_run = self.device.record(self._dispatches, uploads=[self._buffers["in"]],
+                                                    downloads=[self._buffers["out"]])
             for lo in range(0, x.shape[0], spec.units):
                 hi = min(x.shape[0], lo + spec.units)
-                total += self._submission.run([x[lo:hi]], timed=timed) or 0.0
+                total += self._host_run.run([x[lo:hi]], timed=timed) or 0.0
                 piece = out_view[lo:hi]
-                piece[...] = self._submission.result(0)[: piece.size * 2].view(
+                piece[...] = self._host_run.result(0)[: piece.size * 2].view(
                     np.complex64).reshape(piece.shape)
         self.last_gpu_ns = total if timed else None
         return out
@@ -210,7 +212,10 @@ class PlanCache:
         return plan
 
     def _evict(self):
-        while self._plans and (len(self._plans) > self.max_plans or
+        # The most recent plan stays even when it alone exceeds max_bytes: dropping it would
+        # rebuild it (allocation, pipelines) at every call of a loop over one large transform.
+        keep = 1 if self.max_plans > 0 else 0
+        while len(self._plans) > keep and (len(self._plans) > self.max_plans or
                                         sum(p.nbytes for p in self._plans.values()) > self.max_bytes):
             self._plans.popitem(last=False)
 
@@ -243,7 +248,9 @@ class PlanCache:
 
 
 plan_cache = PlanCache()
-_in_use = threading.local()  # the device plans a pyfftgl.plan() warm-up touched
+# Per thread: `plans`, the device plans a pyfftgl.plan() warm-up touched; `pinned`, the device
+# plans of the Plan executing now by cache key, used before the cache (which may have dropped them).
+_in_use = threading.local()
 
 
 def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=None
@@ -251,11 +258,15 @@ def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=
     """The plan running `steps` (planner.plan_steps) on a C-contiguous `shape`, from the cache."""
     device = get_device(backend)
     key = (id(device), tuple(shape), tuple(steps))
+    plan = getattr(_in_use, "pinned", {}).get(key)
+    if plan is not None:
+        return plan
 
     def build():
         limits = device.info.limits
         spec = planner.plan_steps(tuple(shape), list(steps), limits)
         return TransformPlan(spec, device, limits, steps[0][-1])
     plan = plan_cache.get(key, build)
+    plan.cache_key = key
     getattr(_in_use, "plans", []).append(plan)
     return plan

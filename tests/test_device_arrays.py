@@ -51,3 +51,41 @@ def test_cases_that_need_the_host_still_work(backend):
     assert_accurate(pyfftgl.hfft(d).get(), np.fft.hfft(x.astype(np.complex128)), 58)
     with pytest.raises(TypeError):
         pyfftgl.asarray(np.ones(3), dtype=np.float64)
+
+
+def test_out_device_array_is_reused_and_validated(backend, monkeypatch):
+    x = random_complex((16, 128), seed=5)
+    r = np.random.default_rng(6).standard_normal((16, 128)).astype(np.float32)
+    d, dr = pyfftgl.asarray(x, backend=backend), pyfftgl.asarray(r, backend=backend)
+    out = pyfftgl.asarray(np.zeros_like(x), backend=backend)
+    half = pyfftgl.asarray(np.zeros((16, 65), np.complex64), backend=backend)
+    real = pyfftgl.asarray(np.zeros((16, 128), np.float32), backend=backend)
+    p = pyfftgl.plan(x.shape, np.complex64, kind="fft", backend=backend)
+    monkeypatch.setattr(d.device, "read", lambda *a, **k: pytest.fail("host transfer"))
+    for _ in range(3):  # replays of one recorded submission, results written into `out`
+        assert p(d, out=out) is out
+    assert pyfftgl.rfft(dr, out=half) is half
+    assert pyfftgl.irfft(half, n=128, out=real) is real
+    monkeypatch.undo()
+    assert_accurate(out.get(), np.fft.fft(x.astype(np.complex128)), 128)
+    assert_accurate(half.get(), np.fft.rfft(r.astype(np.float64)), 128)
+    assert_accurate(real.get(), r.astype(np.float64), 128, 1.5)
+    assert np.array_equal(d.get(), x) and np.array_equal(dr.get(), r)
+    with pytest.raises(ValueError, match="wrong shape"):
+        pyfftgl.fft(d, out=half)
+    with pytest.raises(ValueError, match="in-place"):
+        pyfftgl.fft(d, out=d)
+    with pytest.raises(TypeError, match="DeviceArray"):
+        pyfftgl.fft(d, out=np.zeros_like(x))
+    assert np.array_equal(d.get(), x)
+
+
+def test_plan_keeps_its_device_plans_when_the_cache_drops_them(backend):
+    x = random_complex((4, 96), seed=7)
+    d = pyfftgl.asarray(x, backend=backend)
+    p = pyfftgl.plan(x.shape, np.complex64, kind="fft", backend=backend)
+    pyfftgl.plan_cache.clear()
+    misses = pyfftgl.plan_cache.stats()["misses"]
+    y = p(d)
+    assert pyfftgl.plan_cache.stats()["misses"] == misses  # nothing was planned again
+    assert_accurate(y.get(), np.fft.fft(x.astype(np.complex128)), 96)

@@ -50,7 +50,14 @@ def test_cache_hits_misses_bounds_and_resize(backend):
         for n in (8, 16, 32, 64):
             pyfftgl.fft(np.ones((2, n), np.complex64), backend=backend)
         assert len(cache) == 2
-        cache.resize(max_bytes=1)  # smaller than any plan: nothing stays
+        cache.resize(max_bytes=1)  # smaller than any plan: only the most recent one stays,
+        assert len(cache) == 1     # so a loop over one large transform does not rebuild it
+        hits = cache.stats()["hits"]
+        pyfftgl.fft(np.ones((2, 64), np.complex64), backend=backend)
+        assert cache.stats()["hits"] == hits + 1
+        pyfftgl.fft(np.ones((2, 8), np.complex64), backend=backend)
+        assert len(cache) == 1
+        cache.resize(max_plans=0)  # no caching at all
         assert len(cache) == 0
         assert "PlanCache" in repr(cache)
     finally:

@@ -44,7 +44,8 @@ if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, pybind11, setuptools' 2>/d
   pip install "numpy>=2.0" "moderngl>=5.10" glfw "pytest>=7" "pybind11>=2.12" scipy pillow
 fi
 
-if ! "$VPY" -c 'import kp' 2>/dev/null; then
+# kp is rebuilt when missing or when it lacks our fence patch (tools/kp_patch.py says why).
+if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-fence-patch" ]; then
   say "building kp $KP_VERSION from its sdist (offline CMake, system Vulkan headers and fmt)"
   export KOMPUTE_OPT_INSTALL=OFF KOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF \
     KOMPUTE_OPT_USE_BUILT_IN_FMT=OFF KOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF \
@@ -57,7 +58,13 @@ if ! "$VPY" -c 'import kp' 2>/dev/null; then
   tc=$(mktemp --suffix=.cmake)
   printf 'set(PYTHON_EXECUTABLE "%s" CACHE FILEPATH "" FORCE)\n' "$(cd "$VENV/bin" && pwd)/python" > "$tc"
   export CMAKE_TOOLCHAIN_FILE=$tc
-  pip install --no-build-isolation --no-deps "kp==$KP_VERSION"
+  src=$(mktemp -d)
+  pip download --no-deps --no-binary :all: -d "$src" "kp==$KP_VERSION"
+  tar xzf "$src"/kp-"$KP_VERSION".tar.gz -C "$src"
+  "$VPY" tools/kp_patch.py "$src/kp-$KP_VERSION"
+  pip install --no-build-isolation --no-deps --force-reinstall "$src/kp-$KP_VERSION"
+  rm -rf "$src"
+  touch "$VENV/.kp-fence-patch"
 fi
 
 # Checked from / so that the source folder itself does not satisfy the import.

@@ -68,7 +68,9 @@ _QUEUE_COMPUTE_BIT = 2
 
 
 def fence_floor_us(device_index: int = 0, reps: int = 200) -> dict:
-    """Median microseconds of one empty submission + wait: {"wait": ..., "poll": ...}."""
+    """Median microseconds of one empty submission + wait: {"wait": reused fence and
+    vkWaitForFences, "poll": busy-polling vkGetFenceStatus, "fresh": a fence created and destroyed
+    around each submission}."""
     lib = _vkinfo._load()
     with _vkinfo.instance(lib) as (instance, proc):
         handles = _vkinfo.enumerate_devices(instance, proc)
@@ -124,23 +126,35 @@ def fence_floor_us(device_index: int = 0, reps: int = 200) -> dict:
             info = _SubmitInfo(sType=_SUBMIT_INFO, commandBufferCount=1,
                                pCommandBuffers=ctypes.pointer(cmd))
 
-            def once(poll: bool) -> float:
+            create_fence = dproc(b"vkCreateFence", c_int32, c_void_p, POINTER(_FenceCreateInfo),
+                                 c_void_p, POINTER(c_uint64))
+            destroy_fence = dproc(b"vkDestroyFence", None, c_void_p, c_uint64, c_void_p)
+
+            def once(mode: str) -> float:
                 t0 = time.perf_counter()
-                submit(queue, 1, byref(info), fence.value)
-                if poll:
-                    while status(device, fence.value) != 0:
+                f = fence
+                if mode == "fresh":  # a new fence per submission, as Kompute's evalAsync makes
+                    f = c_uint64()
+                    create_fence(device, byref(_FenceCreateInfo(sType=_FENCE_CREATE_INFO)), None,
+                                 byref(f))
+                submit(queue, 1, byref(info), f.value)
+                if mode == "poll":
+                    while status(device, f.value) != 0:
                         pass
                 else:
-                    wait(device, 1, byref(fence), 1, 10**10)
+                    wait(device, 1, byref(f), 1, 10**10)
+                if mode == "fresh":
+                    destroy_fence(device, f.value, None)
                 dt = time.perf_counter() - t0
-                reset(device, 1, byref(fence))
+                if mode != "fresh":
+                    reset(device, 1, byref(fence))
                 return dt * 1e6
 
             out = {}
-            for key, poll in (("wait", False), ("poll", True)):
+            for mode in ("wait", "poll", "fresh"):
                 for _ in range(10):
-                    once(poll)
-                out[key] = statistics.median(once(poll) for _ in range(reps))
+                    once(mode)
+                out[mode] = statistics.median(once(mode) for _ in range(reps))
             dproc(b"vkDestroyFence", None, c_void_p, c_uint64, c_void_p)(device, fence.value, None)
             dproc(b"vkDestroyCommandPool", None, c_void_p, c_uint64, c_void_p)(
                 device, pool.value, None)

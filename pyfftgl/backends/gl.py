@@ -145,6 +145,9 @@ class GLDevice(Device):
             raise BackendUnavailable(
                 f"OpenGL {ctx.version_code // 100}.{ctx.version_code % 100 // 10} has no compute "
                 "shaders; pyfftgl needs OpenGL 4.3 or newer")
+        # Release GL objects when Python drops them; ModernGL's default keeps every buffer and
+        # program alive until released by hand, so evicted plans would hold their memory.
+        ctx.gc_mode = "auto"
         self.ctx = ctx
         gi = ctx.info
         renderer = gi["GL_RENDERER"]

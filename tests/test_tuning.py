@@ -1,0 +1,88 @@
+"""Tunable kernel shapes: every candidate the tuner may pick is a correct transform, the wisdom
+file round-trips, the planner follows it, and the submission-floor probe measures something."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from pyfftgl import bench, planner, wisdom
+from pyfftgl.backends import get_device
+from pyfftgl.plans import TransformPlan
+from conftest import assert_accurate, random_complex
+from test_planner import GPU
+
+
+@pytest.mark.parametrize("n", [16, 96, 256])
+def test_every_candidate_shape_transforms_correctly(backend, n):
+    dev = get_device(backend)
+    base = dataclasses.replace(dev.info.limits, tuned=())
+    x = random_complex((3, n), seed=n)
+    cands = planner.shape_candidates(n, base)
+    assert cands and len(cands) == len(set(cands))
+    ran = 0
+    for cand in cands:
+        lim = dataclasses.replace(base, tuned=((n,) + cand,))
+        for inverse in (False, True):
+            spec = planner.plan_fft(n, 3, inverse, "backward", lim)
+            p = spec.passes[0]
+            if len(spec.passes) != 1 or p.radices != cand[0]:
+                continue  # does not fit this device as asked; the planner fell back
+            ran += 1
+            assert p.threads == cand[1] and int(np.prod(p.radices)) == n
+            y = TransformPlan(spec, dev, lim, "backward").execute(x)
+            ref = (np.fft.ifft if inverse else np.fft.fft)(x.astype(np.complex128))
+            assert_accurate(y, ref, n)
+    assert ran >= len(cands)  # most shapes fit (each ran forward and inverse)
+
+
+def test_candidates_cover_radix_16_and_padding():
+    cands = planner.shape_candidates(4096, GPU)
+    assert ((16, 16, 16), 256, 0, True) in cands and ((16, 16, 16), 256, 0, False) in cands
+    assert all(int(np.prod(c[0])) == 4096 for c in cands)
+    assert planner.shape_candidates(17 * 4, GPU) == []  # 17 is Bluestein's
+
+
+def test_planner_follows_a_tuned_entry_and_falls_back_when_it_does_not_fit():
+    lim = dataclasses.replace(GPU, tuned=((1024, (4, 16, 16), 64, 0, True),))
+    p = planner.plan_fft(1024, 100, False, "backward", lim).passes[0]
+    assert (p.radices, p.threads, p.sh_pad) == ((4, 16, 16), 64, True)
+    assert p.sh_line >= 1024 + 1023 // 16 and p.shared_bytes <= lim.max_shared_bytes
+    # padding 4096 values does not fit 32 KiB: the same shape, unpadded
+    small = dataclasses.replace(GPU, max_shared_bytes=32768,
+                                tuned=((4096, (16, 16, 16), 256, 0, True),))
+    q = planner.plan_fft(4096, 10, False, "backward", small).passes[0]
+    assert (q.radices, q.threads, q.sh_pad) == ((16, 16, 16), 256, False)
+    assert planner.tighter(lim, GPU).tuned == lim.tuned
+
+
+def test_wisdom_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
+    assert wisdom.device_slug("NVIDIA H200/PCIe/SSE2") == wisdom.device_slug("NVIDIA H200")
+    name = "Test GPU 9000"
+    entry = {"radices": [16, 16, 16], "threads": 256, "lines": 0, "pad": True, "gpu_ms": 0.1}
+    path = wisdom.save(name, "vulkan", {4096: entry})
+    assert path.parent == tmp_path / "wisdom"
+    assert wisdom.load(name, "vulkan") == ((4096, (16, 16, 16), 256, 0, True),)
+    assert wisdom.load(name, "gl") == ()
+    data = json.loads(path.read_text())
+    data["vulkan"]["64"] = {"radices": "bad"}  # malformed entries are ignored, not fatal
+    path.write_text(json.dumps(data))
+    assert wisdom.load(name, "vulkan") == ((4096, (16, 16, 16), 256, 0, True),)
+    monkeypatch.setenv("PYFFTGL_NO_WISDOM", "1")
+    assert wisdom.load(name, "vulkan") == ()
+
+
+def test_tune_picks_a_measured_shape(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
+    found = bench.tune((32,), backends=(backend,), elements=1 << 12, reps=1, echo=lambda *a: None)
+    e = found[backend][32]
+    assert int(np.prod(e["radices"])) == 32 and e["gpu_ms"] > 0
+    assert e["ranking"][0][0] == e["gpu_ms"] and len(e["ranking"]) >= 2
+    name = get_device(backend).info.name
+    assert wisdom.load(name, backend)[0][:2] == (32, tuple(e["radices"]))
+
+
+def test_submission_floor_is_measured(backend):
+    ms = bench.submission_floor_ms(get_device(backend))
+    assert 0 < ms < 50
