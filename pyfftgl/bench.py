@@ -77,6 +77,7 @@ def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
     """Device copy bandwidth (bytes read + written per second) through this API's own kernel."""
     nbytes = min(nbytes, device.info.limits.max_buffer_bytes) // 16 * 16
     src, dst = device.buffer(nbytes), device.buffer(nbytes)
+    random_fill(device, src)
     program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
     count = nbytes // 16
     dispatches = [Dispatch(device.kernel(program, [src, dst], (gx, gy, 1)),
@@ -84,7 +85,7 @@ def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
                   for base, gx, gy in planner.split_groups(-(-count // 256),
                                                            device.info.limits.max_group_count)]
     sub = device.record(dispatches)
-    sub.run()
+    _warm(device, sub)
     best = min(sub.run(timed=True) for _ in range(reps))
     return 2 * nbytes / (best * 1e-9) / 1e9
 
@@ -111,13 +112,35 @@ def _time_gpu(plan, data, reps: int) -> tuple[float, float, float]:
     return gpu, float(np.median(submit)), float(np.median(sync))
 
 
-def _timed(device_plan, repeat: int = 10, reps: int = 3) -> float:
-    """Best GPU ms of a plan's dispatches alone (the data in its buffers does not matter),
-    recorded `repeat` times back to back in one submission: the GPU is kept busy for
-    milliseconds, so its clocks are up and one dispatch's launch gap is not the measurement."""
+def random_fill(device, buf, seed: int = 0) -> None:
+    """Fill a device buffer with random complex64 values (normal, unit variance)."""
+    n = buf.nbytes // 8
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal(2 * n, dtype=np.float32)
+    device.write(buf, data)
+
+
+def _timed(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.3) -> float:
+    """Best GPU ms of a plan's dispatches alone on random input, recorded `repeat` times back to
+    back in one submission: the GPU is kept busy for milliseconds, so its clocks are up and one
+    dispatch's launch gap is not the measurement. Random data, not zeros: a GPU may move
+    compressible (zero) memory faster, which would flatter the numbers."""
+    random_fill(device_plan.device, device_plan._buffers["in"])
     sub = device_plan.device.record(list(device_plan._dispatches) * repeat)
-    sub.run()
+    _warm(device_plan.device, sub, warm)
     return min(sub.run(timed=True) for _ in range(reps)) / 1e6 / repeat
+
+
+def _warm(device, sub, seconds: float = 0.3) -> None:
+    """Keep the GPU busy with `sub` for a while first: an idle GPU lowers its core and memory
+    clocks, and a short burst after seconds of host work (compiling, filling buffers) was
+    measured 2-4x slower than the same work on a busy GPU (H200)."""
+    t0 = time.perf_counter()
+    while True:
+        sub.run()
+        device.finish()  # GL would queue seconds of work otherwise
+        if time.perf_counter() - t0 >= seconds:
+            return
 
 
 def submission_floor_ms(device) -> float:
@@ -360,7 +383,7 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
                     echo(f"  {name} n={n} {cand}: WRONG RESULT, skipped")
                     continue
                 plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
-                t = _timed(plan, reps=reps)
+                t = _timed(plan, reps=reps, warm=0.1)
                 timings.append((t, cand, p.lines))
             if not timings:
                 continue

@@ -177,13 +177,18 @@ class GLDevice(Device):
         return GLProgram(shader, tuple(push_names))
 
     def buffer(self, nbytes, data=None, device_only=False):
-        buf = self.ctx.buffer(reserve=max(4, nbytes))
+        buf = GLBuffer(self.ctx.buffer(reserve=max(4, nbytes)), nbytes)
         if data is not None:
-            buf.write(np.ascontiguousarray(data).tobytes())
-        return GLBuffer(buf, nbytes)
+            self.write(buf, data)
+        return buf
 
     def write(self, buf, data):
-        buf.buf.write(np.ascontiguousarray(data).tobytes())
+        # Through a CPU-side staging buffer copied on the GPU: a kernel's buffer written with
+        # glBufferSubData is moved to system memory by NVIDIA's driver (see GLSubmission).
+        raw = np.ascontiguousarray(data).tobytes()
+        staging = self.ctx.buffer(raw, dynamic=True)
+        self.ctx.copy_buffer(buf.buf, staging, size=len(raw))
+        staging.release()
 
     def read(self, buf, count):
         self.ctx.memory_barrier()
