@@ -120,12 +120,14 @@ def random_fill(device, buf, seed: int = 0) -> None:
     device.write(buf, data)
 
 
-def _timed(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.3) -> float:
+def _timed(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.3,
+           fill: bool = True) -> float:
     """Best GPU ms of a plan's dispatches alone on random input, recorded `repeat` times back to
     back in one submission: the GPU is kept busy for milliseconds, so its clocks are up and one
     dispatch's launch gap is not the measurement. Random data, not zeros: a GPU may move
     compressible (zero) memory faster, which would flatter the numbers."""
-    random_fill(device_plan.device, device_plan._buffers["in"])
+    if fill:
+        random_fill(device_plan.device, device_plan._buffers["in"])
     sub = device_plan.device.record(list(device_plan._dispatches) * repeat)
     _warm(device_plan.device, sub, warm)
     return min(sub.run(timed=True) for _ in range(reps)) / 1e6 / repeat
@@ -367,6 +369,7 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
             batch = max(1, elements // n)
             bufs = {b: device.buffer(batch * n * planner.COMPLEX64_BYTES, device_only=True)
                     for b in ("in", "out")}
+            random_fill(device, bufs["in"])
             x = (rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))).astype(np.complex64)
             ref = np.fft.fft(x.astype(np.complex128))
             timings = []
@@ -383,7 +386,7 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
                     echo(f"  {name} n={n} {cand}: WRONG RESULT, skipped")
                     continue
                 plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
-                t = _timed(plan, reps=reps, warm=0.1)
+                t = _timed(plan, reps=reps, warm=0.1, fill=False)
                 timings.append((t, cand, p.lines))
             if not timings:
                 continue
