@@ -11,6 +11,7 @@ plots next to it when matplotlib is installed.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import math
 import subprocess
@@ -166,6 +167,11 @@ def submission_floor_ms(device) -> float:
     return float(np.median(times)) * 1e3
 
 
+def pyfftgl_cache_clear() -> None:
+    from .plans import plan_cache
+    plan_cache.clear()
+
+
 def _input(case: Case) -> np.ndarray:
     rng = np.random.default_rng(0)
     if case.kind in ("rfft", "rfft2", "rfftn"):
@@ -269,6 +275,10 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
         floor = submission_floor_ms(device)
         echo(f"{name}: {device.info.name}, copy {bw:.0f} GB/s, bare submit+wait {floor * 1e3:.1f} us")
         for case in _progress(cases, name):
+            # Collect earlier cases' plans first: with many dropped plans' objects still alive,
+            # the same Vulkan dispatches were measured up to 2x slower on the H200.
+            pyfftgl_cache_clear()
+            gc.collect()
             data = _input(case)
             p = make_plan(case.shape, data.dtype, axes=case.axes, kind=case.kind, backend=device)
             gpu, host, sync = _time_gpu(p, data, reps)
@@ -386,6 +396,7 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
                     echo(f"  {name} n={n} {cand}: WRONG RESULT, skipped")
                     continue
                 plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
+                gc.collect()  # dropped plans' Vulkan objects gone before timing (see run())
                 t = _timed(plan, reps=reps, warm=0.1, fill=False)
                 timings.append((t, cand, p.lines))
             if not timings:
