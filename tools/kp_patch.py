@@ -1,10 +1,13 @@
-"""Make Kompute 0.9.0 reuse one VkFence per Sequence instead of creating one per submission.
+"""Two fixes to Kompute 0.9.0's submission path, applied to its sources before the build.
 
-Why: kp's Sequence::evalAsync creates a fence for every submission and evalAwait destroys it.
-On NVIDIA's driver (580.159, H200) creating and destroying a fence costs ~0.7 ms, which was the
-whole of kp's ~0.6 ms per eval (pyfftgl/backends/_vkfloor.py measures an empty submission at
-27 us with a reused fence and 704 us with a fresh one). The patch creates the fence on first use,
-resets it after a successful wait, and destroys it with the Sequence.
+1. One VkFence per Sequence instead of one per submission. kp's Sequence::evalAsync creates a
+   fence for every submission and evalAwait destroys it. On NVIDIA's driver (580.159, H200)
+   creating and destroying a fence costs ~0.7 ms, which was the whole of kp's ~0.6 ms per eval
+   (pyfftgl/backends/_vkfloor.py measures an empty submission at 27 us with a reused fence and
+   704 us with a fresh one). The fence is now created on first use, reset after a successful
+   wait, and destroyed with the Sequence.
+2. The Python binding of Sequence.eval_async() (no arguments) called eval(), which waits for the
+   GPU; it now calls evalAsync(), so a submission returns as soon as it is queued.
 
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
@@ -32,16 +35,27 @@ EDITS = [
 ]
 
 
-def main(root: str) -> int:
-    path = Path(root) / "src" / "Sequence.cpp"
+BINDING_EDITS = [
+    ('        "eval_async",\n        [](kp::Sequence& self) { return self.eval(); },\n',
+     '        "eval_async",\n        [](kp::Sequence& self) { return self.evalAsync(); },\n'),
+]
+
+
+def _apply(path: Path, edits, done_when: str) -> None:
     text = path.read_text()
-    if MARK in text:
-        return 0
-    for old, new in EDITS:
+    if done_when in text:
+        return
+    for old, new in edits:
         if text.count(old) != 1:
             sys.exit(f"kp_patch: {path} is not kp 0.9.0 as expected (looking for {old!r})")
         text = text.replace(old, new)
     path.write_text(text)
+
+
+def main(root: str) -> int:
+    _apply(Path(root) / "src" / "Sequence.cpp", EDITS, MARK)
+    _apply(Path(root) / "python" / "src" / "main.cpp", BINDING_EDITS,
+           "[](kp::Sequence& self) { return self.evalAsync(); }")
     return 0
 
 
