@@ -328,7 +328,8 @@ def plot(records: list[dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 1.2]})
+    _plot_ratios(ax2, records)
     ones = [r for r in records if r.get("group") in ("1d", "mixed", "bluestein")]
     style = {"1d": "o-", "mixed": "s", "bluestein": "x"}
 
@@ -355,7 +356,7 @@ def plot(records: list[dict], path: Path) -> None:
     ax.set_xlabel("N (batched 1D C2C)")
     ax.set_ylabel("GB/s (16 B per element per pass)")
     ax.set_title(ones[0]["device"] if ones else "pyfftgl")
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -417,3 +418,44 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
             echo(f"wrote {wisdom.save(device.info.name, name, found)}")
         found_all[name] = found
     return found_all
+
+
+def _plot_ratios(ax, records: list[dict]) -> None:
+    """Every case's GPU time over cuFFT's (torch.fft), one bar per backend; 1.0 = cuFFT."""
+    cases = [r["case"] for r in records if r["backend"] == "vulkan" and r["ref"].get("cufft_ms")]
+    backends = sorted({r["backend"] for r in records})
+    width = 0.8 / max(1, len(backends))
+    for k, backend in enumerate(backends):
+        by_case = {r["case"]: r for r in records if r["backend"] == backend}
+        ys = [by_case[c]["gpu_ms"] / by_case[c]["ref"]["cufft_ms"] if c in by_case else 0
+              for c in cases]
+        ax.bar([i + k * width for i in range(len(cases))], ys, width, label=f"pyfftgl {backend}",
+               color=f"C{k}")
+    ax.axhline(1.0, color="k", lw=0.8, label="cuFFT")
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
+    ax.set_xticklabels(cases, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("GPU time / cuFFT GPU time")
+    ax.set_title("every case against cuFFT (lower is better)")
+    ax.legend(fontsize=7)
+
+
+def table(records: list[dict]) -> str:
+    """A markdown table of the records: GPU times per backend, cuFFT, ratios, host time."""
+    rows = ["| case | group | Vulkan GPU ms | GL GPU ms | cuFFT ms | Vulkan / cuFFT | GL / Vulkan "
+            "| Vulkan % copy | host us per call, Vulkan / GL |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    by = {(r["case"], r["backend"]): r for r in records}
+    for case in dict.fromkeys(r["case"] for r in records):
+        vk, gl = by.get((case, "vulkan")), by.get((case, "gl"))
+        first = vk or gl
+        cu = first["ref"].get("cufft_ms")
+
+        def f(x, fmt="{:.3f}"):
+            return "-" if x is None else fmt.format(x)
+        rows.append(
+            f"| {case} | {first['group']} | {f(vk and vk['gpu_ms'])} | {f(gl and gl['gpu_ms'])} "
+            f"| {f(cu)} | {f(vk and cu and vk['gpu_ms'] / cu, '{:.2f}x')} "
+            f"| {f(vk and gl and gl['gpu_ms'] / vk['gpu_ms'], '{:.2f}x')} "
+            f"| {f(vk and vk['pct_copy'], '{:.0f}%')} "
+            f"| {f(vk and vk['host_ms'] * 1e3, '{:.0f}')} / {f(gl and gl['host_ms'] * 1e3, '{:.0f}')} |")
+    return "\n".join(rows)
