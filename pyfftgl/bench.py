@@ -14,6 +14,7 @@ import datetime
 import gc
 import json
 import math
+import os
 import subprocess
 import time
 from dataclasses import dataclass
@@ -66,6 +67,9 @@ def default_cases(elements: int, quick: bool) -> list[Case]:
 
 
 def _commit() -> str | None:
+    """The checkout's commit; PYFFTGL_COMMIT overrides it (a copied tree may carry a stale .git)."""
+    if os.environ.get("PYFFTGL_COMMIT"):
+        return os.environ["PYFFTGL_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True, cwd=Path(__file__).parent, timeout=10)
