@@ -86,7 +86,9 @@ class TransformPlan:
         self._dispatches = self._bind(self._buffers)
         self.dispatch_count = len(self._dispatches)
         self._host_run = None  # the upload-run-download submission, recorded on first use
-        self._device_runs: OrderedDict = OrderedDict()  # (src, dst) ids -> recorded submission
+        # (src, dst) ids -> [src, dst, dispatches, recorded submission or None]
+        self._device_runs: OrderedDict = OrderedDict()
+        self._scratch = None  # where dst=None device calls write before their copy out
         self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
 
@@ -154,26 +156,42 @@ class TransformPlan:
     __call__ = execute
 
     def execute_device(self, src, dst=None) -> object:
-        """Transform the device buffer `src` (the plan's input size) into `dst` (a new device
-        buffer if None) and return it, with no host transfer: the passes read `src` and write
-        `dst` directly (`src` is only ever read). The call returns once the work is submitted;
-        the device waits for it before the host next reads or writes device memory."""
+        """Transform the device buffer `src` (the plan's input size) into `dst` and return it,
+        with no host transfer: the passes read `src` and write `dst` directly (`src` is only ever
+        read). With dst=None the result goes to a new buffer through a device copy from a scratch
+        buffer of the plan's (binding every new buffer would build new pipelines per call). The
+        call returns once the work is submitted; the device waits for it before the host next
+        reads or writes device memory."""
         if self.spec.chunks != 1:
             raise ValueError("this transform does not fit one submission on this device")
-        if dst is None:
-            dst = self.device.buffer(self._buffers["out"].nbytes, device_only=True)
-        key = (id(src), id(dst))
         with self._lock:
-            entry = self._device_runs.get(key)
-            if entry is None or entry[0] is not src or entry[1] is not dst:
-                bound = self._bind(dict(self._buffers, **{"in": src, "out": dst}))
-                entry = (src, dst, self.device.record(bound))
-                self._device_runs[key] = entry
-                while len(self._device_runs) > self.DEVICE_BINDINGS:
-                    self._device_runs.popitem(last=False)
-            self._device_runs.move_to_end(key)
-            entry[2].run(wait=False)
-        return dst
+            if dst is not None:
+                self._bound(src, dst, record=True).run(wait=False)
+                return dst
+            if self._scratch is None:
+                self._scratch = self.device.buffer(self._buffers["out"].nbytes, device_only=True)
+                self.nbytes += self._scratch.nbytes
+            fresh = self.device.buffer(self._buffers["out"].nbytes, device_only=True)
+            dispatches = self._bound(src, self._scratch, record=False)
+            self.device.record(dispatches, copies_after=[(self._scratch, fresh)]).run(wait=False)
+            return fresh
+
+    def _bound(self, src, dst, record: bool):
+        """The dispatches bound to (src, dst), or with `record` their recorded submission; an
+        LRU of DEVICE_BINDINGS pairs. Call with the lock held."""
+        key = (id(src), id(dst))
+        entry = self._device_runs.get(key)
+        if entry is None or entry[0] is not src or entry[1] is not dst:
+            entry = [src, dst, self._bind(dict(self._buffers, **{"in": src, "out": dst})), None]
+            self._device_runs[key] = entry
+            while len(self._device_runs) > self.DEVICE_BINDINGS:
+                self._device_runs.popitem(last=False)
+        self._device_runs.move_to_end(key)
+        if not record:
+            return entry[2]
+        if entry[3] is None:
+            entry[3] = self.device.record(entry[2])
+        return entry[3]
 
 
 class FFTPlan(TransformPlan):

@@ -89,3 +89,14 @@ def test_plan_keeps_its_device_plans_when_the_cache_drops_them(backend):
     y = p(d)
     assert pyfftgl.plan_cache.stats()["misses"] == misses  # nothing was planned again
     assert_accurate(y.get(), np.fft.fft(x.astype(np.complex128)), 96)
+
+
+def test_results_without_out_are_independent_arrays(backend):
+    # dst=None calls share the plan's scratch buffer and copy out of it: earlier results must
+    # survive later calls, in flight or not.
+    xs = [random_complex((8, 64), seed=s) for s in range(4)]
+    ds = [pyfftgl.asarray(x, backend=backend) for x in xs]
+    ys = [pyfftgl.fft(d) for d in ds]
+    assert len({id(y.buffer) for y in ys}) == 4
+    for x, y in zip(xs, ys):
+        assert_accurate(y.get(), np.fft.fft(x.astype(np.complex128)), 64)
