@@ -317,6 +317,7 @@ class Plan:
         finally:
             self.device_plans = tuple(_plans._in_use.plans)
             del _plans._in_use.plans
+        self._pinned = {p.cache_key: p for p in self.device_plans}
         self.out_shape, self.out_dtype = probe.shape, probe.dtype
 
     @property
@@ -330,7 +331,7 @@ class Plan:
             a = np.asarray(a)
         if a.shape != self.shape:
             raise ValueError(f"this plan transforms arrays of shape {self.shape}, got {a.shape}")
-        _plans._in_use.pinned = {p.cache_key: p for p in self.device_plans}
+        _plans._in_use.pinned = self._pinned
         try:  # this Plan's own device plans, whatever the cache has dropped since
             return self._func(a, out=out, backend=self.backend, **self._kwargs)
         finally:

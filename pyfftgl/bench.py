@@ -25,6 +25,7 @@ import numpy as np
 from . import planner, shaders, wisdom
 from .backends import BACKENDS, available
 from .backends.base import Dispatch
+from .plans import plan_cache
 
 
 @dataclass(frozen=True)
@@ -83,16 +84,19 @@ def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
     nbytes = min(nbytes, device.info.limits.max_buffer_bytes) // 16 * 16
     src, dst = device.buffer(nbytes), device.buffer(nbytes)
     random_fill(device, src)
-    program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
-    count = nbytes // 16
-    dispatches = [Dispatch(device.kernel(program, [src, dst], (gx, gy, 1)),
-                           np.array([count, base, 0, 0, 0, 0], np.uint32))
-                  for base, gx, gy in planner.split_groups(-(-count // 256),
-                                                           device.info.limits.max_group_count)]
-    sub = device.record(dispatches)
+    sub = _copy_submission(device, src, dst, nbytes // 16)
     _warm(device, sub)
     best = min(sub.run(timed=True) for _ in range(reps))
     return 2 * nbytes / (best * 1e-9) / 1e9
+
+
+def _copy_submission(device, src, dst, count: int):
+    """copy.comp moving `count` vec4s from src to dst, recorded as one submission."""
+    program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
+    return device.record([Dispatch(device.kernel(program, [src, dst], (gx, gy, 1)),
+                                   np.array([count, base, 0, 0, 0, 0], np.uint32))
+                          for base, gx, gy in planner.split_groups(
+                              max(1, -(-count // 256)), device.info.limits.max_group_count)])
 
 
 def _time_gpu(plan, data, reps: int) -> tuple[float, float, float]:
@@ -159,9 +163,7 @@ def submission_floor_ms(device) -> float:
         names = [d["device_name"] for d in _vkinfo.physical_devices()]
         return _vkfloor.fence_floor_us(names.index(device.info.name))["wait"] / 1e3
     buf = device.buffer(16)
-    program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
-    sub = device.record([Dispatch(device.kernel(program, [buf, buf], (1, 1, 1)),
-                                  np.array([0, 0, 0, 0, 0, 0], np.uint32))])
+    sub = _copy_submission(device, buf, buf, 0)  # one workgroup that copies nothing
     times = []
     for _ in range(200):
         t0 = time.perf_counter()
@@ -169,11 +171,6 @@ def submission_floor_ms(device) -> float:
         device.finish()
         times.append(time.perf_counter() - t0)
     return float(np.median(times)) * 1e3
-
-
-def pyfftgl_cache_clear() -> None:
-    from .plans import plan_cache
-    plan_cache.clear()
 
 
 def _input(case: Case) -> np.ndarray:
@@ -281,7 +278,7 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
         for case in _progress(cases, name):
             # Collect earlier cases' plans first: with many dropped plans' objects still alive,
             # the same Vulkan dispatches were measured up to 2x slower on the H200.
-            pyfftgl_cache_clear()
+            plan_cache.clear()
             gc.collect()
             data = _input(case)
             p = make_plan(case.shape, data.dtype, axes=case.axes, kind=case.kind, backend=device)
@@ -392,7 +389,7 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
                 lim = replace(base, tuned=((n,) + cand,))
                 spec = planner.plan_fft(n, batch, False, "backward", lim)
                 p = spec.passes[0]
-                if len(spec.passes) != 1 or (p.radices, p.threads, p.sh_pad) != (cand[0], cand[1], cand[3]):
+                if len(spec.passes) != 1 or _shape(p) != (cand[0], cand[1], cand[3]):
                     continue  # does not fit this device as asked
                 small = TransformPlan(planner.plan_fft(n, 3, False, "backward", lim), device, lim,
                                       "backward")
@@ -409,8 +406,8 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
             timings.sort(key=lambda r: r[0])
             t, cand, lines = timings[0]
             default = planner.plan_fft(n, batch, False, "backward", base).passes[0]
-            dt = next((r[0] for r in timings if (r[1][0], r[1][1], r[1][3]) ==
-                       (default.radices, default.threads, default.sh_pad)), None)
+            dt = next((r[0] for r in timings if (r[1][0], r[1][1], r[1][3]) == _shape(default)),
+                      None)
             echo(f"{name:6s} n={n:5d}: best {t:.4f} ms {list(cand[0])} threads {cand[1]} lines "
                  f"{lines} pad {cand[3]}; default {dt if dt is None else round(dt, 4)} ms; "
                  f"{len(timings)} shapes; worst {timings[-1][0]:.4f} ms")
@@ -422,6 +419,11 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
             echo(f"wrote {wisdom.save(device.info.name, name, found)}")
         found_all[name] = found
     return found_all
+
+
+def _shape(p) -> tuple:
+    """(radices, threads per line, padded) of a pass, as a tuned entry names them."""
+    return p.radices, p.threads, p.sh_pad
 
 
 def _plot_ratios(ax, records: list[dict]) -> None:

@@ -367,13 +367,15 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     if radices is None:
         return None
     pad = bool(tuned[3]) if tuned else SH_PAD
-    threads, lines = _workgroup(n, radices, limits, tile_lines, pad, tuned and tuned[1:3])
-    p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad, **kw)
-    if p.uses_shared and (p.shared_bytes > limits.max_shared_bytes
-                          or (tile_lines and p.lines < tile_lines)):
-        if pad:  # the padding may be what does not fit
-            untuned = replace(limits, tuned=((n, radices, threads, 0, False),))
-            return stockham_pass(n, inverse, scale, untuned, tile_lines=tile_lines, **kw)
+    shape = tuned and tuned[1:3]
+    for pad in ((True, False) if pad else (False,)):  # the padding may be what does not fit
+        threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape)
+        p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad, **kw)
+        if not p.uses_shared or (p.shared_bytes <= limits.max_shared_bytes
+                                 and not (tile_lines and p.lines < tile_lines)):
+            break
+        shape = (threads, 0)  # unpadded: the same invocations, the default lines
+    else:
         return None
     # Registers per invocation stay bounded: beyond ~64 complex values the compiler spills.
     if p.butterflies_per_thread * max(radices, default=1) > MAX_REGISTERS:
@@ -676,7 +678,8 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
     sizes_by_name = tuple((b, math.prod(shape) // div if b == "in" else
                            out_elems if b == "out" else unit) for b in names)
     inverse = steps[-1][0] == "c2r" or (steps[-1][0] == "c2c" and steps[-1][2])
-    return TransformSpec(shape, axes, inverse, tuple(passes), units, sizes_by_name, tuple(algorithms), tuple(convs),
+    return TransformSpec(shape, axes, inverse, tuple(passes), units, sizes_by_name,
+                         tuple(algorithms), tuple(convs),
                          out_shape=tuple(cur), whole=whole)
 
 

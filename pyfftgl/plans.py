@@ -283,8 +283,9 @@ def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=
     def build():
         limits = device.info.limits
         spec = planner.plan_steps(tuple(shape), list(steps), limits)
-        return TransformPlan(spec, device, limits, steps[0][-1])
+        plan = TransformPlan(spec, device, limits, steps[0][-1])
+        plan.cache_key = key
+        return plan
     plan = plan_cache.get(key, build)
-    plan.cache_key = key
     getattr(_in_use, "plans", []).append(plan)
     return plan

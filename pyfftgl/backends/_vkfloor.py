@@ -93,42 +93,40 @@ def fence_floor_us(device_index: int = 0, reps: int = 200) -> dict:
         if create(phys, byref(dci), None, byref(device)) != 0:
             raise OSError("vkCreateDevice failed")
 
-        def dproc(name, restype, *argtypes):
-            return proc(name, restype, *argtypes)  # instance-level lookup works for device calls
-
-        destroy_device = dproc(b"vkDestroyDevice", None, c_void_p, c_void_p)
+        # Device-level calls resolve through the instance too (the loader's trampolines).
+        destroy_device = proc(b"vkDestroyDevice", None, c_void_p, c_void_p)
         try:
             queue = c_void_p()
-            dproc(b"vkGetDeviceQueue", None, c_void_p, c_uint32, c_uint32, POINTER(c_void_p))(
+            proc(b"vkGetDeviceQueue", None, c_void_p, c_uint32, c_uint32, POINTER(c_void_p))(
                 device, family, 0, byref(queue))
             pool = c_uint64()
-            dproc(b"vkCreateCommandPool", c_int32, c_void_p, POINTER(_PoolCreateInfo), c_void_p,
+            proc(b"vkCreateCommandPool", c_int32, c_void_p, POINTER(_PoolCreateInfo), c_void_p,
                   POINTER(c_uint64))(device, byref(_PoolCreateInfo(
                       sType=_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=family)), None, byref(pool))
             cmd = c_void_p()
-            dproc(b"vkAllocateCommandBuffers", c_int32, c_void_p, POINTER(_AllocateInfo),
+            proc(b"vkAllocateCommandBuffers", c_int32, c_void_p, POINTER(_AllocateInfo),
                   POINTER(c_void_p))(device, byref(_AllocateInfo(
                       sType=_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=pool.value,
                       commandBufferCount=1)), byref(cmd))
-            dproc(b"vkBeginCommandBuffer", c_int32, c_void_p, POINTER(_BeginInfo))(
+            proc(b"vkBeginCommandBuffer", c_int32, c_void_p, POINTER(_BeginInfo))(
                 cmd, byref(_BeginInfo(sType=_COMMAND_BUFFER_BEGIN_INFO)))
-            dproc(b"vkEndCommandBuffer", c_int32, c_void_p)(cmd)
+            proc(b"vkEndCommandBuffer", c_int32, c_void_p)(cmd)
             fence = c_uint64()
-            dproc(b"vkCreateFence", c_int32, c_void_p, POINTER(_FenceCreateInfo), c_void_p,
+            proc(b"vkCreateFence", c_int32, c_void_p, POINTER(_FenceCreateInfo), c_void_p,
                   POINTER(c_uint64))(device, byref(_FenceCreateInfo(sType=_FENCE_CREATE_INFO)),
                                      None, byref(fence))
-            submit = dproc(b"vkQueueSubmit", c_int32, c_void_p, c_uint32, POINTER(_SubmitInfo),
+            submit = proc(b"vkQueueSubmit", c_int32, c_void_p, c_uint32, POINTER(_SubmitInfo),
                            c_uint64)
-            wait = dproc(b"vkWaitForFences", c_int32, c_void_p, c_uint32, POINTER(c_uint64),
+            wait = proc(b"vkWaitForFences", c_int32, c_void_p, c_uint32, POINTER(c_uint64),
                          c_uint32, c_uint64)
-            status = dproc(b"vkGetFenceStatus", c_int32, c_void_p, c_uint64)
-            reset = dproc(b"vkResetFences", c_int32, c_void_p, c_uint32, POINTER(c_uint64))
+            status = proc(b"vkGetFenceStatus", c_int32, c_void_p, c_uint64)
+            reset = proc(b"vkResetFences", c_int32, c_void_p, c_uint32, POINTER(c_uint64))
             info = _SubmitInfo(sType=_SUBMIT_INFO, commandBufferCount=1,
                                pCommandBuffers=ctypes.pointer(cmd))
 
-            create_fence = dproc(b"vkCreateFence", c_int32, c_void_p, POINTER(_FenceCreateInfo),
+            create_fence = proc(b"vkCreateFence", c_int32, c_void_p, POINTER(_FenceCreateInfo),
                                  c_void_p, POINTER(c_uint64))
-            destroy_fence = dproc(b"vkDestroyFence", None, c_void_p, c_uint64, c_void_p)
+            destroy_fence = proc(b"vkDestroyFence", None, c_void_p, c_uint64, c_void_p)
 
             def once(mode: str) -> float:
                 t0 = time.perf_counter()
@@ -155,8 +153,8 @@ def fence_floor_us(device_index: int = 0, reps: int = 200) -> dict:
                 for _ in range(10):
                     once(mode)
                 out[mode] = statistics.median(once(mode) for _ in range(reps))
-            dproc(b"vkDestroyFence", None, c_void_p, c_uint64, c_void_p)(device, fence.value, None)
-            dproc(b"vkDestroyCommandPool", None, c_void_p, c_uint64, c_void_p)(
+            proc(b"vkDestroyFence", None, c_void_p, c_uint64, c_void_p)(device, fence.value, None)
+            proc(b"vkDestroyCommandPool", None, c_void_p, c_uint64, c_void_p)(
                 device, pool.value, None)
             return out
         finally:
