@@ -152,6 +152,7 @@ class StockhamPass:
     real_unpack: int = 0  # n: unpack the n/2+1 bins of n real samples in the store (fused)
     real_pack: int = 0  # n: pack n/2+1 bins into n/2 complex values as they are loaded (fused)
     sh_pad: bool = False  # a spare shared-memory slot every 16 values (bank conflicts)
+    sh_stagger: bool = True  # off only where the staggered lines would not fit (see staggered)
 
     kernel = "stockham.comp"
 
@@ -175,7 +176,13 @@ class StockhamPass:
     @property
     def sh_line(self) -> int:
         """Shared-memory slots per line (see SH_LINE in stockham.comp)."""
-        return _sh_line(self.n, self.lines, self.sh_pad)
+        return _sh_line(self.n, self.lines, self.sh_pad, self.staggered)
+
+    @property
+    def staggered(self) -> bool:
+        """Whether consecutive lines start on different banks: accesses that touch several
+        lines at once (tiled loads and stores; padded shapes as tuned) spread over the banks."""
+        return self.sh_stagger and (self.sh_pad or self.load_tiled or self.store_tiled)
 
     @property
     def shared_bytes(self) -> int:
@@ -185,12 +192,20 @@ class StockhamPass:
     def invocations(self) -> int:
         return self.threads * self.lines
 
+    def stage_tables(self) -> list[tuple | None]:
+        """Each stage's twiddle table (None for the first: Ns = 1 needs none)."""
+        return [("stage", r, ns) if ns > 1 else None for r, ns in zip(self.radices, self.strides)]
+
+    def fourstep_tables(self) -> tuple[tuple, tuple]:
+        """The two halves of the fused four-step twiddle: (lo, hi) keys."""
+        f, lines = self.fourstep_n, self.line_dims[self.fourstep_digit]
+        return ("fourstep_lo", f, lines), ("fourstep_hi", f, lines, self.n)
+
     def tables(self) -> list[tuple]:
         """The host tables this pass reads (see plan.build_table)."""
-        out = [("twiddle", self.n)] if len(self.radices) > 1 else []
+        out = [t for t in self.stage_tables() if t is not None]
         if self.fourstep_n:
-            split = fourstep_split(self.fourstep_n)
-            out += [("fourstep_lo", self.fourstep_n, split), ("fourstep_hi", self.fourstep_n, split)]
+            out += list(self.fourstep_tables())
         out += [t for t in (self.pre_mul, self.post_mul) if t is not None]
         if self.real_unpack or self.real_pack:
             out.append(("twiddle", self.real_unpack or self.real_pack))
@@ -200,8 +215,9 @@ class StockhamPass:
         """The preamble of stockham.comp; `offsets` maps each of self.tables() to its offset."""
         offsets = offsets or {}
         stages = " ".join(
-            f"STAGE({r}u, {ns}u, {str(i == 0).lower()}, {str(i == len(self.radices) - 1).lower()})"
-            for i, (r, ns) in enumerate(zip(self.radices, self.strides)))
+            f"STAGE({r}u, {ns}u, {str(i == 0).lower()}, {str(i == len(self.radices) - 1).lower()}, "
+            f"{offsets.get(t, 0) if t else 0}u)"
+            for i, (r, ns, t) in enumerate(zip(self.radices, self.strides, self.stage_tables())))
         d = {
             "N": f"{self.n}u",
             "NUM_STAGES": len(self.radices),
@@ -215,8 +231,6 @@ class StockhamPass:
         }
         d.update(odd_radix_tables(self.radices))
         d["SH_PAD"], d["SH_LINE"] = int(self.sh_pad), f"{self.sh_line}u"
-        if len(self.radices) > 1:
-            d["TW_OFFSET"] = f"{offsets.get(('twiddle', self.n), 0)}u"
         if self.line_dims != (1, 1, 1):
             d["LINE_D0"], d["LINE_D1"], d["LINE_D2"] = (f"{x}u" for x in self.line_dims)
         if self.src is not None:
@@ -225,11 +239,11 @@ class StockhamPass:
             d.update(self.dst.macros("OUT"))
         d["LOAD_TILED"], d["STORE_TILED"] = int(self.load_tiled), int(self.store_tiled)
         if self.fourstep_n:
-            split = fourstep_split(self.fourstep_n)
+            lo, hi = self.fourstep_tables()
             d["FOURSTEP_TW_N"] = f"{self.fourstep_n}u"
-            d["FOURSTEP_SPLIT"] = f"{split}u"
-            d["FOURSTEP_LO"] = f"{offsets[('fourstep_lo', self.fourstep_n, split)]}u"
-            d["FOURSTEP_HI"] = f"{offsets[('fourstep_hi', self.fourstep_n, split)]}u"
+            d["FOURSTEP_KH"] = f"{-(-self.n // 32)}u"
+            d["FOURSTEP_LO"] = f"{offsets[lo]}u"
+            d["FOURSTEP_HI"] = f"{offsets[hi]}u"
             d["FOURSTEP_LINE(a)"] = f"(a).d{self.fourstep_digit}"
         if self.pre_mul is not None:
             d["PRE_MUL"] = f"{offsets[self.pre_mul]}u"
@@ -299,19 +313,15 @@ class RealPass:
         return -(-self.line_count(units) // self.GROUP)
 
 
-def fourstep_split(n: int) -> int:
-    """The low-table length of a two-level twiddle table for W_n: about sqrt(n)."""
-    return 1 << max(0, (n - 1).bit_length() + 1) // 2
-
-
-def _sh_line(n: int, lines: int, pad: bool) -> int:
-    """Slots per line in shared memory: n, or with padding SHI(n - 1) + 1 rounded up so that
-    consecutive lines start 16 / lines banks apart (tiled accesses touch `lines` lines at once)."""
-    if not pad:
-        return n
-    base = n + (n - 1) // 16
-    want = 16 // min(max(lines, 1), 16)
-    return base + (want - base) % 16 if lines > 1 else base
+def _sh_line(n: int, lines: int, pad: bool, stagger: bool) -> int:
+    """Slots per line in shared memory: n, or with padding SHI(n - 1) + 1; with `stagger`
+    rounded up so that consecutive lines start 16 / lines slots apart modulo 16 (one row of
+    banks): tiled accesses touch `lines` lines at the same index at once."""
+    base = n + (n - 1) // 16 if pad else n
+    if not stagger or lines <= 1:
+        return base
+    want = 16 // min(lines, 16)
+    return base + (want - base) % 16
 
 
 def tuned_shape(n: int, limits: Limits):
@@ -327,7 +337,7 @@ def _butterflies(n: int, radices, threads: int) -> int:
 
 
 def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: bool,
-               tuned: tuple | None = None) -> tuple[int, int]:
+               tuned: tuple | None = None, stagger: bool = True) -> tuple[int, int]:
     """(threads per line, lines per workgroup) for a line of length n; `tuned` = (threads,
     lines) measured on this device (lines 0: the default)."""
     cap = min(limits.max_invocations, limits.max_group_size[0])
@@ -342,15 +352,19 @@ def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: b
                and _butterflies(n, radices, threads) * rmax > REGISTER_TARGET):
             threads = min(cap, threads * 2)
     if lines_wanted is not None:
-        lines = lines_wanted
-        threads = max(1, min(threads, limits.max_invocations // lines))
+        # A tile of at least lines_wanted lines, wider when the line's invocations are few: a
+        # 64-point column with 16 invocations takes 16 lines, 256 invocations and 128-byte rows.
+        threads = max(1, min(threads, limits.max_invocations // lines_wanted))
+        lines = max(lines_wanted, TARGET_INVOCATIONS // threads)
     elif tuned and tuned[1]:
         lines = tuned[1]
     else:
         lines = max(1, TARGET_INVOCATIONS // threads)
     lines = min(lines, limits.max_group_size[1], max(1, limits.max_invocations // threads))
     if len(radices) > 1 or lines_wanted is not None:
-        while lines > 1 and lines * _sh_line(n, lines, pad) * COMPLEX64_BYTES > limits.max_shared_bytes:
+        stagger = stagger and (pad or lines_wanted is not None)  # as StockhamPass.staggered
+        while lines > 1 and (lines * _sh_line(n, lines, pad, stagger) * COMPLEX64_BYTES
+                             > limits.max_shared_bytes):
             lines -= 1
     return threads, lines
 
@@ -368,9 +382,11 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
         return None
     pad = bool(tuned[3]) if tuned else SH_PAD
     shape = tuned and tuned[1:3]
-    for pad in ((True, False) if pad else (False,)):  # the padding may be what does not fit
-        threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape)
-        p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad, **kw)
+    # The padding, then the stagger, may be what does not fit.
+    for pad, stagger in ((True, True),) * pad + ((False, True), (False, False)):
+        threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger)
+        p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
+                         sh_stagger=stagger, **kw)
         if not p.uses_shared or (p.shared_bytes <= limits.max_shared_bytes
                                  and not (tile_lines and p.lines < tile_lines)):
             break

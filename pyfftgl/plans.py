@@ -47,11 +47,17 @@ def build_table(key: tuple) -> np.ndarray:
     kind = key[0]
     if kind == "twiddle":
         return twiddle_table(key[1])
+    if kind == "stage":  # W_{r ns}^(r k) at (r - 1) ns + k, r = 1..radix-1, k < ns
+        radix, ns = key[1], key[2]
+        rk = np.arange(1, radix, dtype=np.int64)[:, None] * np.arange(ns, dtype=np.int64)
+        return np.exp(-2j * np.pi * rk.ravel().astype(np.float64) / (radix * ns)).astype(np.complex64)
     if kind in ("fourstep_lo", "fourstep_hi"):
-        n, split = key[1], key[2]
-        m = np.arange(split if kind == "fourstep_lo" else -(-n // split), dtype=np.float64)
-        step = 1 if kind == "fourstep_lo" else split
-        return np.exp(-2j * np.pi * (m * step % n) / n).astype(np.complex64)
+        # W_n^(d k) = hi[d, k // 32] * lo[d, k % 32] for line digits d < lines, k < length
+        n, lines = key[1], key[2]
+        k = (np.arange(32, dtype=np.int64) if kind == "fourstep_lo"
+             else 32 * np.arange(-(-key[3] // 32), dtype=np.int64))
+        m = (np.arange(lines, dtype=np.int64)[:, None] * k) % n  # exact, then one rounding
+        return np.exp(-2j * np.pi * m.ravel().astype(np.float64) / n).astype(np.complex64)
     if kind == "chirp":
         return bluestein_chirp(key[1], key[2])
     if kind == "bluestein_kernel":

@@ -15,9 +15,12 @@
 // fused twiddle of a four-step pass); PRE_MUL / POST_MUL multiply input / output by a table
 // (Bluestein's chirps and kernel spectrum). SCALE is applied on output.
 //
-// Tables (binding 2, complex64, built in float64 on the host and rounded once): at TW_OFFSET
-// exp(-2 pi i m / N) for m < N; at FOURSTEP_LO / FOURSTEP_HI the two halves of the four-step
-// twiddle (W^m = HI[m / FOURSTEP_SPLIT] * LO[m % FOURSTEP_SPLIT]); at PRE_MUL / POST_MUL theirs.
+// Tables (binding 2, complex64, built in float64 on the host and rounded once), laid out so that
+// neighbouring invocations read neighbouring entries (a scattered read costs the L1 one
+// transaction per cache line it touches, and twiddle reads outnumber the data's):
+//   each stage's own twiddles at the STAGE macro's offset: W_{Ns R}^(r k) at (r - 1) Ns + k;
+//   the four-step twiddle W^(d k), k = 32 kh + kl, as FOURSTEP_HI[d KH + kh] * FOURSTEP_LO[32 d + kl];
+//   at PRE_MUL / POST_MUL theirs.
 
 #include "common.glsl"
 #include "butterflies.glsl"
@@ -45,9 +48,6 @@
 #ifndef OUT_ADDR
 #define OUT_ADDR(a, k) ((a).batch * N + (k))
 #define OUT_INDEX(a, k) (k)
-#endif
-#ifndef TW_OFFSET
-#define TW_OFFSET 0u
 #endif
 #ifndef LOAD_TILED
 #define LOAD_TILED 0
@@ -145,18 +145,17 @@ vec2 load(uint line, uint i) {
     return x;
 }
 
-// The twiddle W^m of a four-step pass, from the two-level table.
-vec2 fourstep_twiddle(uint m) {
 #ifdef FOURSTEP_TW_N
-    vec2 w = cmul(table[FOURSTEP_HI + m / FOURSTEP_SPLIT], table[FOURSTEP_LO + m % FOURSTEP_SPLIT]);
+// The twiddle W^(d k) of a four-step pass, from the two-level table: invocations with
+// neighbouring k (and the same line digit d) read neighbouring LO entries and one HI entry.
+vec2 fourstep_twiddle(uint d, uint k) {
+    vec2 w = cmul(table[FOURSTEP_HI + d * FOURSTEP_KH + k / 32u], table[FOURSTEP_LO + d * 32u + k % 32u]);
 #if INVERSE
     w.y = -w.y;
 #endif
     return w;
-#else
-    return vec2(1.0, 0.0);
-#endif
 }
+#endif
 
 void store(uint line, uint k, vec2 x) {
     if (line >= pc.lines_total) return;
@@ -167,9 +166,6 @@ void store(uint line, uint k, vec2 x) {
 #ifdef OUT_LEN
     if (idx >= OUT_LEN) return;
 #endif
-#ifdef FOURSTEP_TW_N
-    x = cmul(x, fourstep_twiddle(FOURSTEP_LINE(a) * k));
-#endif
 #ifdef POST_MUL
     x = cmul(x, table[POST_MUL + idx]);
 #endif
@@ -177,9 +173,12 @@ void store(uint line, uint k, vec2 x) {
 }
 
 // One radix-R Stockham stage with Ns = product of the earlier radices. Butterfly j reads
-// x[j + r*N/R] and writes y[(j / Ns) * Ns * R + j % Ns + r * Ns], twiddled by W_{Ns R}^{r (j % Ns)}.
-// from_sh / to_sh: whether the stage reads / writes shared memory rather than global memory.
-void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, uint tid, uint ly) {
+// x[j + r*N/R] and writes y[(j / Ns) * Ns * R + j % Ns + r * Ns], twiddled by W_{Ns R}^{r (j % Ns)}
+// from the stage's table at tw. from_sh / to_sh: whether the stage reads / writes shared memory
+// rather than global memory; last: the final stage, which applies a four-step twiddle (its
+// outputs k are consecutive across invocations there, so the table reads coalesce).
+void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, const bool last,
+           const uint tw, uint tid, uint ly) {
     const uint span = N / R;
     uint line = first_line + ly;
     UNROLL for (uint b = 0u; b < BUTTERFLIES; b++) {
@@ -204,9 +203,8 @@ void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, ui
             uint o = b * MAX_RADIX;
             uint k = j % Ns;
             if (Ns > 1u) {
-                uint step = k * (N / (Ns * R));
                 UNROLL for (uint r = 1u; r < R; r++) {
-                    vec2 w = table[TW_OFFSET + r * step];
+                    vec2 w = table[tw + (r - 1u) * Ns + k];
 #if INVERSE
                     w.y = -w.y;
 #endif
@@ -215,6 +213,13 @@ void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, ui
             }
             dft(R, o);
             uint out0 = (j / Ns) * Ns * R + k;
+#ifdef FOURSTEP_TW_N
+            if (last) {
+                uint d = line < pc.lines_total ? FOURSTEP_LINE(line_addr(line)) : 0u;
+                UNROLL for (uint r = 0u; r < R; r++)
+                    v[o + r] = cmul(v[o + r], fourstep_twiddle(d, out0 + r * Ns));
+            }
+#endif
             UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED
                 if (to_sh) SH(ly, out0 + r * Ns) = v[o + r];
@@ -251,8 +256,9 @@ void main() {
     if (tid == 0u) store(first_line + ly, 0u, x0);
 #endif
 #else
-#define STAGE(R, NS, FIRST, LAST) \
-    stage(R, NS, (FIRST) ? bool(LOAD_TILED) : true, (LAST) ? bool(STORE_VIA_SHARED) : true, tid, ly);
+#define STAGE(R, NS, FIRST, LAST, TW) \
+    stage(R, NS, (FIRST) ? bool(LOAD_TILED) : true, (LAST) ? bool(STORE_VIA_SHARED) : true, LAST, \
+          TW, tid, ly);
     FFT_STAGES
 #endif
 #ifdef REAL_UNPACK

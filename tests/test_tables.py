@@ -46,12 +46,18 @@ def test_twiddle_and_fourstep_tables():
     tw = plan.twiddle_table(4096)
     m = np.arange(4096)
     assert np.max(np.abs(tw - np.exp(-2j * np.pi * m / 4096))) < 1e-7
-    split = 1024
-    lo = plan.build_table(("fourstep_lo", n, split))
-    hi = plan.build_table(("fourstep_hi", n, split))
-    k = np.random.default_rng(0).integers(0, n, 1000)
-    approx = hi[k // split].astype(np.complex128) * lo[k % split]
-    assert np.max(np.abs(approx - np.exp(-2j * np.pi * k / n))) < 2e-7
+    # a stage's table: W_{16 * 64}^(r k) at (r - 1) * 64 + k
+    st = plan.build_table(("stage", 16, 64)).reshape(15, 64)
+    r, k = np.arange(1, 16)[:, None], np.arange(64)
+    assert np.max(np.abs(st - np.exp(-2j * np.pi * r * k / 1024))) < 1e-7
+    # the four-step twiddle W_n^(d k) of lines d < 1024 and outputs k < 1000, from two halves
+    lines, length = 1024, 1000
+    lo = plan.build_table(("fourstep_lo", n, lines)).reshape(lines, 32)
+    hi = plan.build_table(("fourstep_hi", n, lines, length)).reshape(lines, -(-length // 32))
+    rng = np.random.default_rng(0)
+    d, k = rng.integers(0, lines, 1000), rng.integers(0, length, 1000)
+    approx = hi[d, k // 32].astype(np.complex128) * lo[d, k % 32]
+    assert np.max(np.abs(approx - np.exp(-2j * np.pi * (d * k) / n))) < 2e-7
 
 
 def test_bluestein_kernel_spectrum():
