@@ -68,6 +68,7 @@
 
 #define USES_SHARED (NUM_STAGES > 1 || LOAD_TILED || STORE_VIA_SHARED)
 #define GROUP_SIZE (THREADS * LINES)
+#define TILE_MOVES ((LINES * N + GROUP_SIZE - 1u) / GROUP_SIZE)  // elements per invocation
 
 layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 
@@ -237,10 +238,22 @@ void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, co
 void main() {
     first_line = flat_group_id(pc.group_base) * LINES;
     uint tid = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
+    uint e0 = ly * THREADS + tid;  // the invocation's first element of tiled moves
 #if LOAD_TILED
-    // Line-fastest order: neighbouring invocations read neighbouring lines' element i.
-    for (uint e = ly * THREADS + tid; e < LINES * N; e += GROUP_SIZE)
-        SH(e % LINES, e / LINES) = load(first_line + e % LINES, e / LINES);
+    // Line-fastest order: neighbouring invocations read neighbouring lines' element i. Every
+    // load is issued before the first store to shared memory, so each invocation has
+    // TILE_MOVES loads in flight rather than one.
+    {
+        vec2 t[TILE_MOVES];
+        UNROLL for (uint q = 0u; q < TILE_MOVES; q++) {
+            uint e = e0 + q * GROUP_SIZE;
+            if (e < LINES * N) t[q] = load(first_line + e % LINES, e / LINES);
+        }
+        UNROLL for (uint q = 0u; q < TILE_MOVES; q++) {
+            uint e = e0 + q * GROUP_SIZE;
+            if (e < LINES * N) SH(e % LINES, e / LINES) = t[q];
+        }
+    }
     barrier();
 #endif
 #if NUM_STAGES == 0
@@ -262,16 +275,22 @@ void main() {
     FFT_STAGES
 #endif
 #ifdef REAL_UNPACK
-    // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2, k = 0..N (Z[N] = Z[0])
-    for (uint e = ly * THREADS + tid; e < LINES * (N + 1u); e += GROUP_SIZE) {
-        uint l = e % LINES, k = e / LINES;
-        vec2 p = SH(l, k % N), q = SH(l, (N - k) % N);
-        q.y = -q.y;
-        vec2 d = 0.5 * (p - q);
-        store(first_line + l, k, 0.5 * (p + q) + cmul(table[REAL_TW + k], vec2(d.y, -d.x)));
+    // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2, k = 0..N (Z[N] = Z[0]),
+    // k fastest: the lines are contiguous in memory, so neighbouring invocations write neighbours.
+    UNROLL for (uint q = 0u; q < (LINES * (N + 1u) + GROUP_SIZE - 1u) / GROUP_SIZE; q++) {
+        uint e = e0 + q * GROUP_SIZE;
+        if (e < LINES * (N + 1u)) {
+            uint l = e / (N + 1u), k = e % (N + 1u);
+            vec2 p = SH(l, k % N), z = SH(l, (N - k) % N);
+            z.y = -z.y;
+            vec2 d = 0.5 * (p - z);
+            store(first_line + l, k, 0.5 * (p + z) + cmul(table[REAL_TW + k], vec2(d.y, -d.x)));
+        }
     }
 #elif STORE_TILED
-    for (uint e = ly * THREADS + tid; e < LINES * N; e += GROUP_SIZE)
-        store(first_line + e % LINES, e / LINES, SH(e % LINES, e / LINES));
+    UNROLL for (uint q = 0u; q < TILE_MOVES; q++) {
+        uint e = e0 + q * GROUP_SIZE;
+        if (e < LINES * N) store(first_line + e % LINES, e / LINES, SH(e % LINES, e / LINES));
+    }
 #endif
 }
