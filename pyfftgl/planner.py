@@ -215,8 +215,8 @@ class StockhamPass:
         """The preamble of stockham.comp; `offsets` maps each of self.tables() to its offset."""
         offsets = offsets or {}
         stages = " ".join(
-            f"STAGE({r}u, {ns}u, {str(i == 0).lower()}, {str(i == len(self.radices) - 1).lower()}, "
-            f"{offsets.get(t, 0) if t else 0}u)"
+            f"STAGE({r}u, {ns}u, {self.radices[i - 1] if i else 0}u, {str(i == 0).lower()}, "
+            f"{str(i == len(self.radices) - 1).lower()}, {offsets.get(t, 0) if t else 0}u)"
             for i, (r, ns, t) in enumerate(zip(self.radices, self.strides, self.stage_tables())))
         d = {
             "N": f"{self.n}u",

@@ -98,6 +98,19 @@ PUSH_CONSTANTS(uint lines_total; uint group_base; uint in_len; uint in_batch; ui
 #endif
 #define SH(l, p) sh[(l) * SH_LINE + SHI(p)]
 
+// Between stages, shared memory is permuted against bank conflicts. A radix-R stage writes runs of
+// Ns consecutive values Ns*R apart; for Ns < 16 the runs of a half-warp (16 eight-byte accesses,
+// one row of banks) land on the same few banks, up to 16 ways. The exchange after that stage
+// stores element p at p ^ ((p / 16 * m) % 16), m = 16 / R once runs are 16-aligned (Ns * R >= 16),
+// else 1: each aligned block of 16 is permuted differently, which spreads the runs over the row,
+// and the next stage's contiguous reads stay within a block, so they stay conflict-free. Only
+// power-of-two Ns * R (so N % 16 == 0 keeps every block inside the line); 0 means no permutation.
+uint swizzle_m(const uint R, const uint Ns) {
+    const uint g = Ns * R;
+    return (N % 16u != 0u || (g & (g - 1u)) != 0u) ? 0u : (g >= 16u ? 16u / R : 1u);
+}
+uint swizzle(uint p, const uint m) { return p ^ (((p >> 4u) * m) & 15u); }
+
 #if USES_SHARED
 shared vec2 sh[LINES * SH_LINE];
 #endif
@@ -178,16 +191,20 @@ void store(uint line, uint k, vec2 x) {
 // from the stage's table at tw. from_sh / to_sh: whether the stage reads / writes shared memory
 // rather than global memory; last: the final stage, which applies a four-step twiddle (its
 // outputs k are consecutive across invocations there, so the table reads coalesce).
-void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, const bool last,
-           const uint tw, uint tid, uint ly) {
+void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, const bool to_sh,
+           const bool last, const uint tw, uint tid, uint ly) {
     const uint span = N / R;
+    // The permutation of the exchange this stage reads (none after a tiled load) and of the one
+    // it writes (none before a tiled store or the real unpack, which read in plain order).
+    const uint m_in = prev_r == 0u ? 0u : swizzle_m(prev_r, Ns / prev_r);
+    const uint m_out = last ? 0u : swizzle_m(R, Ns);
     uint line = first_line + ly;
     UNROLL for (uint b = 0u; b < BUTTERFLIES; b++) {
         uint j = tid + b * THREADS;
         if (j < span) {
             UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED
-                if (from_sh) v[b * MAX_RADIX + r] = SH(ly, j + r * span);
+                if (from_sh) v[b * MAX_RADIX + r] = SH(ly, swizzle(j + r * span, m_in));
                 else
 #endif
                 v[b * MAX_RADIX + r] = load(line, j + r * span);
@@ -223,7 +240,7 @@ void stage(const uint R, const uint Ns, const bool from_sh, const bool to_sh, co
 #endif
             UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED
-                if (to_sh) SH(ly, out0 + r * Ns) = v[o + r];
+                if (to_sh) SH(ly, swizzle(out0 + r * Ns, m_out)) = v[o + r];
                 else
 #endif
                 store(line, out0 + r * Ns, v[o + r]);
@@ -269,9 +286,9 @@ void main() {
     if (tid == 0u) store(first_line + ly, 0u, x0);
 #endif
 #else
-#define STAGE(R, NS, FIRST, LAST, TW) \
-    stage(R, NS, (FIRST) ? bool(LOAD_TILED) : true, (LAST) ? bool(STORE_VIA_SHARED) : true, LAST, \
-          TW, tid, ly);
+#define STAGE(R, NS, PREV_R, FIRST, LAST, TW) \
+    stage(R, NS, PREV_R, (FIRST) ? bool(LOAD_TILED) : true, (LAST) ? bool(STORE_VIA_SHARED) : true, \
+          LAST, TW, tid, ly);
     FFT_STAGES
 #endif
 #ifdef REAL_UNPACK

@@ -105,7 +105,7 @@ def test_multipass_factors_multiply_back():
         assert math.prod(p.n for p in spec.passes) == n
         # strided passes move whole tiles of lines through shared memory
         for p in spec.passes[:-1]:
-            assert p.load_tiled and p.store_tiled and p.lines == planner.TILE_LINES
+            assert p.load_tiled and p.store_tiled and p.lines >= planner.TILE_LINES
         assert spec.passes[-1].store_tiled
 
 
