@@ -1,0 +1,241 @@
+"""What the driver compiled a kernel to (registers, spills, instruction counts, ...), read through
+VK_KHR_pipeline_executable_properties with plain ctypes.
+
+Which statistics exist and what they are called is the driver's choice. The pipeline is built on a
+VkDevice of our own that enables this extension and its feature and nothing else: Kompute's device
+enables no optional features either, and one such as robustBufferAccess would change the code.
+
+    python -m pyfftgl.backends._vkstats kernel.spv ...   # SPIR-V files
+    python -m pyfftgl.backends._vkstats 1024 4096        # each pass planned for these FFT sizes
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+from ctypes import POINTER, Structure, Union, byref, c_char, c_char_p, c_double, c_float, c_int32
+from ctypes import c_int64, c_size_t, c_uint32, c_uint64, c_void_p
+from pathlib import Path
+
+from . import _vkinfo
+from ._vkfloor import _DeviceCreateInfo, _QueueCreateInfo
+
+EXTENSION = b"VK_KHR_pipeline_executable_properties"
+_HEAD = [("sType", c_int32), ("pNext", c_void_p)]
+_TEXT = c_char * 256  # VK_MAX_DESCRIPTION_SIZE, also VK_MAX_EXTENSION_NAME_SIZE
+
+# VkStructureType and flag values, checked against vulkan_core.h 1.3.239.
+_DEVICE_QUEUE_CREATE_INFO, _DEVICE_CREATE_INFO, _SHADER_MODULE_CREATE_INFO = 2, 3, 16
+_STAGE_CREATE_INFO, _COMPUTE_PIPELINE_CREATE_INFO, _PIPELINE_LAYOUT_CREATE_INFO = 18, 29, 30
+_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, _PHYSICAL_DEVICE_FEATURES_2 = 32, 1000059000
+_EXECUTABLE_FEATURES, _PIPELINE_INFO, _EXECUTABLE_PROPERTIES = 1000269000, 1000269001, 1000269002
+_EXECUTABLE_INFO, _EXECUTABLE_STATISTIC = 1000269003, 1000269004
+_STORAGE_BUFFER, _COMPUTE_STAGE, _CAPTURE_STATISTICS = 7, 0x20, 0x40
+
+
+def _struct(name: str, *fields, head: bool = True, base=Structure) -> type:
+    """A ctypes type named after the Vulkan struct; `head`: it begins with sType and pNext."""
+    return type(name, (base,), {"_fields_": (_HEAD if head else []) + list(fields)})
+
+
+# Layouts as in vulkan_core.h; sizes and every offset were compared with C's by a one-off program.
+_ExtensionProperties = _struct("VkExtensionProperties", ("extensionName", _TEXT),
+                               ("specVersion", c_uint32), head=False)
+_ExecutableFeatures = _struct("VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR",
+                              ("pipelineExecutableInfo", c_uint32))
+_Features2 = _struct("VkPhysicalDeviceFeatures2", ("features", c_uint32 * 55))  # 55 VkBool32, all off
+_ShaderModuleInfo = _struct("VkShaderModuleCreateInfo", ("flags", c_uint32), ("codeSize", c_size_t),
+                            ("pCode", c_void_p))
+_Binding = _struct("VkDescriptorSetLayoutBinding", ("binding", c_uint32), ("descriptorType", c_int32),
+                   ("descriptorCount", c_uint32), ("stageFlags", c_uint32),
+                   ("pImmutableSamplers", c_void_p), head=False)
+_SetLayoutInfo = _struct("VkDescriptorSetLayoutCreateInfo", ("flags", c_uint32),
+                         ("bindingCount", c_uint32), ("pBindings", POINTER(_Binding)))
+_PushRange = _struct("VkPushConstantRange", ("stageFlags", c_uint32), ("offset", c_uint32),
+                     ("size", c_uint32), head=False)
+_PipelineLayoutInfo = _struct("VkPipelineLayoutCreateInfo", ("flags", c_uint32),
+                              ("setLayoutCount", c_uint32), ("pSetLayouts", POINTER(c_uint64)),
+                              ("pushConstantRangeCount", c_uint32),
+                              ("pPushConstantRanges", POINTER(_PushRange)))
+_StageInfo = _struct("VkPipelineShaderStageCreateInfo", ("flags", c_uint32), ("stage", c_uint32),
+                     ("module", c_uint64), ("pName", c_char_p), ("pSpecializationInfo", c_void_p))
+_ComputePipelineInfo = _struct("VkComputePipelineCreateInfo", ("flags", c_uint32),
+                               ("stage", _StageInfo), ("layout", c_uint64),
+                               ("basePipelineHandle", c_uint64), ("basePipelineIndex", c_int32))
+_PipelineInfo = _struct("VkPipelineInfoKHR", ("pipeline", c_uint64))
+_ExecutableProperties = _struct("VkPipelineExecutablePropertiesKHR", ("stages", c_uint32),
+                                ("name", _TEXT), ("description", _TEXT), ("subgroupSize", c_uint32))
+_ExecutableInfo = _struct("VkPipelineExecutableInfoKHR", ("pipeline", c_uint64),
+                          ("executableIndex", c_uint32))
+# The union's members in the order of VkPipelineExecutableStatisticFormatKHR (BOOL32, INT64, ...).
+_Value = _struct("VkPipelineExecutableStatisticValueKHR", ("b32", c_uint32), ("i64", c_int64),
+                 ("u64", c_uint64), ("f64", c_double), head=False, base=Union)
+_Statistic = _struct("VkPipelineExecutableStatisticKHR", ("name", _TEXT), ("description", _TEXT),
+                     ("format", c_int32), ("value", _Value))
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:  # VK_INCOMPLETE (5) included: the count was asked for just before
+        raise RuntimeError(f"{what} failed (VkResult {result})")
+
+
+def _listed(fn, what: str, device, query, cls, stype: int) -> list:
+    """The two-call idiom: fn(device, query, &count, NULL) for the count, then the filled array."""
+    n = c_uint32(0)
+    _check(fn(device, query, byref(n), None), what)
+    array = (cls * n.value)(*[cls(sType=stype) for _ in range(n.value)])
+    _check(fn(device, query, byref(n), array), what)
+    return array[:n.value]
+
+
+def _capable(instance, proc) -> list[tuple[int, c_void_p]]:
+    """(enumeration index, handle) of each physical device offering the extension and its feature."""
+    ext = proc(b"vkEnumerateDeviceExtensionProperties", c_int32, c_void_p, c_char_p,
+               POINTER(c_uint32), POINTER(_ExtensionProperties))
+    feats2 = proc(b"vkGetPhysicalDeviceFeatures2", None, c_void_p, POINTER(_Features2))
+    out = []
+    for i, phys in enumerate(_vkinfo.enumerate_devices(instance, proc)):
+        n = c_uint32(0)
+        ext(phys, None, byref(n), None)
+        props = (_ExtensionProperties * n.value)()
+        if ext(phys, None, byref(n), props) != 0 or EXTENSION not in {p.extensionName for p in props}:
+            continue
+        exe = _ExecutableFeatures(sType=_EXECUTABLE_FEATURES)
+        feats2(phys, byref(_Features2(sType=_PHYSICAL_DEVICE_FEATURES_2, pNext=ctypes.addressof(exe))))
+        if exe.pipelineExecutableInfo:
+            out.append((i, phys))
+    return out
+
+
+def pipeline_statistics(spirv: bytes, push_bytes: int = 24, bindings: int = 3,
+                        device_index: int = 0) -> list[dict]:
+    """Per executable of the compute pipeline of `spirv` (entry "main"): {"name", "description",
+    "subgroup_size", "stats": {name: int | float | bool}, "device"}. `device_index` counts only
+    the physical devices that support VK_KHR_pipeline_executable_properties."""
+    if len(spirv) % 4 or spirv[:4] != b"\x03\x02\x23\x07":
+        raise ValueError("not a SPIR-V module (no little-endian magic word 0x07230203)")
+    code = (c_uint32 * (len(spirv) // 4)).from_buffer_copy(spirv)  # pCode must be 4-byte aligned
+    # The stack unwinds before the instance goes: whatever was made is destroyed, in reverse order.
+    with _vkinfo.instance(_vkinfo._load()) as (instance, proc), contextlib.ExitStack() as stack:
+        if instance is None:
+            raise RuntimeError("no Vulkan instance could be created (no Vulkan driver installed?)")
+        found = _capable(instance, proc)
+        if device_index >= len(found):
+            names = [d["device_name"] for d in _vkinfo.physical_devices()]
+            raise RuntimeError(f"{EXTENSION.decode()} (with pipelineExecutableInfo) is supported by "
+                               f"{len(found)} of the Vulkan devices {names}; no device {device_index}")
+        index, phys = found[device_index]
+        exe = _ExecutableFeatures(sType=_EXECUTABLE_FEATURES, pipelineExecutableInfo=1)
+        feats = _Features2(sType=_PHYSICAL_DEVICE_FEATURES_2, pNext=ctypes.addressof(exe))
+        prio = c_float(1.0)  # a device needs a queue, though nothing is submitted here
+        queue = _QueueCreateInfo(sType=_DEVICE_QUEUE_CREATE_INFO, queueFamilyIndex=0, queueCount=1,
+                                 pQueuePriorities=ctypes.pointer(prio))
+        names = (c_char_p * 1)(EXTENSION)
+        info = _DeviceCreateInfo(sType=_DEVICE_CREATE_INFO, pNext=ctypes.addressof(feats),
+                                 queueCreateInfoCount=1, pQueueCreateInfos=ctypes.pointer(queue),
+                                 enabledExtensionCount=1,
+                                 ppEnabledExtensionNames=ctypes.cast(names, c_void_p))
+        device = c_void_p()
+        _check(proc(b"vkCreateDevice", c_int32, c_void_p, POINTER(_DeviceCreateInfo), c_void_p,
+                    POINTER(c_void_p))(phys, byref(info), None, byref(device)), "vkCreateDevice")
+        stack.callback(proc(b"vkDestroyDevice", None, c_void_p, c_void_p), device, None)
+        gdpa = proc(b"vkGetDeviceProcAddr", c_void_p, c_void_p, c_char_p)
+
+        def dproc(name, restype, *argtypes):  # from the driver itself, as extension functions must be
+            addr = gdpa(device, name)
+            if not addr:
+                raise RuntimeError(f"vkGetDeviceProcAddr returned NULL for {name.decode()}")
+            return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
+
+        def create(kind: str, info) -> int:  # vkCreate<kind>; its vkDestroy<kind> goes on the stack
+            handle = c_uint64(0)
+            _check(dproc(b"vkCreate" + kind.encode(), c_int32, c_void_p, c_void_p, c_void_p,
+                         POINTER(c_uint64))(device, byref(info), None, byref(handle)), f"vkCreate{kind}")
+            stack.callback(dproc(b"vkDestroy" + kind.encode(), None, c_void_p, c_uint64, c_void_p),
+                           device, handle.value, None)
+            return handle.value
+
+        module = create("ShaderModule", _ShaderModuleInfo(
+            sType=_SHADER_MODULE_CREATE_INFO, codeSize=len(spirv), pCode=ctypes.addressof(code)))
+        binds = (_Binding * bindings)(*[_Binding(i, _STORAGE_BUFFER, 1, _COMPUTE_STAGE)
+                                        for i in range(bindings)])
+        set_layout = c_uint64(create("DescriptorSetLayout", _SetLayoutInfo(
+            sType=_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, bindingCount=bindings, pBindings=binds)))
+        push = _PushRange(_COMPUTE_STAGE, 0, push_bytes)
+        layout = create("PipelineLayout", _PipelineLayoutInfo(
+            sType=_PIPELINE_LAYOUT_CREATE_INFO, setLayoutCount=1, pSetLayouts=ctypes.pointer(set_layout),
+            pushConstantRangeCount=int(push_bytes > 0), pPushConstantRanges=ctypes.pointer(push)))
+        pinfo = _ComputePipelineInfo(
+            sType=_COMPUTE_PIPELINE_CREATE_INFO, flags=_CAPTURE_STATISTICS, layout=layout,
+            basePipelineIndex=-1, stage=_StageInfo(sType=_STAGE_CREATE_INFO, stage=_COMPUTE_STAGE,
+                                                   module=module, pName=b"main"))
+        pipeline = c_uint64(0)
+        _check(dproc(b"vkCreateComputePipelines", c_int32, c_void_p, c_uint64, c_uint32,
+                     POINTER(_ComputePipelineInfo), c_void_p, POINTER(c_uint64))(
+            device, 0, 1, byref(pinfo), None, byref(pipeline)), "vkCreateComputePipelines")
+        stack.callback(dproc(b"vkDestroyPipeline", None, c_void_p, c_uint64, c_void_p),
+                       device, pipeline.value, None)
+
+        get_exes = dproc(b"vkGetPipelineExecutablePropertiesKHR", c_int32, c_void_p,
+                         POINTER(_PipelineInfo), POINTER(c_uint32), POINTER(_ExecutableProperties))
+        get_stats = dproc(b"vkGetPipelineExecutableStatisticsKHR", c_int32, c_void_p,
+                          POINTER(_ExecutableInfo), POINTER(c_uint32), POINTER(_Statistic))
+        which = byref(_PipelineInfo(sType=_PIPELINE_INFO, pipeline=pipeline.value))
+        device_name = _vkinfo.physical_devices()[index]["device_name"]
+        out = []
+        for k, e in enumerate(_listed(get_exes, "vkGetPipelineExecutablePropertiesKHR", device, which,
+                                      _ExecutableProperties, _EXECUTABLE_PROPERTIES)):
+            one = byref(_ExecutableInfo(sType=_EXECUTABLE_INFO, pipeline=pipeline.value, executableIndex=k))
+            stats = {}
+            for st in _listed(get_stats, "vkGetPipelineExecutableStatisticsKHR", device, one,
+                              _Statistic, _EXECUTABLE_STATISTIC):
+                v = st.value
+                stats[st.name.decode("utf-8", "replace")] = (
+                    (bool(v.b32), v.i64, v.u64, v.f64)[st.format] if 0 <= st.format < 4 else v.u64)
+            out.append({"name": e.name.decode("utf-8", "replace"),
+                        "description": e.description.decode("utf-8", "replace"),
+                        "subgroup_size": e.subgroupSize, "stats": stats, "device": device_name})
+        return out
+
+
+def kernel_statistics(defines: dict, kernel: str = "stockham.comp", device_index: int = 0) -> list[dict]:
+    """pipeline_statistics of a pyfftgl kernel with `defines` (6 uint32 push constants, 3 buffers)."""
+    from .. import shaders
+    return pipeline_statistics(shaders.compile_spirv(shaders.assemble(kernel, defines, "vulkan")),
+                               24, 3, device_index)
+
+
+def _main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m pyfftgl.backends._vkstats", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kernels", nargs="+", help="SPIR-V files (24 push-constant bytes, 3 buffers), "
+                    "or FFT lengths N: each pass pyfftgl plans for a batched complex transform")
+    ap.add_argument("--batch", type=int, default=64, help="lines per planned FFT (default 64)")
+    ap.add_argument("--device", type=int, default=0, help="index among the capable devices")
+    args = ap.parse_args(argv)
+    for k in args.kernels:
+        if not k.isdigit():
+            _show(k, pipeline_statistics(Path(k).read_bytes(), device_index=args.device))
+            continue
+        from .. import planner
+        from . import get_device  # planned as pyfftgl plans: its Vulkan device's limits and wisdom
+        spec = planner.plan_fft(int(k), args.batch, False, "backward", get_device("vulkan").info.limits)
+        for i, p in enumerate(spec.passes):
+            d = p.defines({t: 0 for t in p.tables()})  # table offsets only change constants
+            shape = " ".join(f"{x}={d[x]}" for x in ("THREADS", "LINES") if x in d)
+            _show(f"N={k} batch={args.batch} pass {i + 1}/{len(spec.passes)} {p.kernel} {shape} "
+                  f"radices={getattr(p, 'radices', '?')}", kernel_statistics(d, p.kernel, args.device))
+
+
+def _show(label: str, result: list[dict]) -> None:
+    for e in result:
+        print(f"{label} | {e['device']} | {e['name']}: {e['description']} | subgroup {e['subgroup_size']}")
+        for name, value in e["stats"].items():
+            print(f"    {name:40s} {value}")
+
+
+if __name__ == "__main__":
+    try:
+        _main()
+    except (RuntimeError, ValueError, OSError) as e:  # no capable device, not SPIR-V, no file, ...
+        raise SystemExit(f"error: {e}") from None
