@@ -27,6 +27,8 @@ REGISTER_TARGET = 32
 MAX_REGISTERS = 64
 # Pad shared memory against bank conflicts unless a tuned entry says otherwise.
 SH_PAD = False
+# Four-step twiddles W^(d k) = HI[d][k / LEN] * LO[d][k % LEN]: a warp's consecutive k share d.
+FOURSTEP_LO_LEN = 32
 
 
 def prime_factors(n: int) -> dict[int, int]:
@@ -152,7 +154,9 @@ class StockhamPass:
     real_unpack: int = 0  # n: unpack the n/2+1 bins of n real samples in the store (fused)
     real_pack: int = 0  # n: pack n/2+1 bins into n/2 complex values as they are loaded (fused)
     sh_pad: bool = False  # a spare shared-memory slot every 16 values (bank conflicts)
-    sh_stagger: bool = True  # off only where the staggered lines would not fit (see staggered)
+    # Consecutive lines start on different banks (see _sh_line): set for tiled passes and padded
+    # shapes, whose accesses touch several lines at once, unless the stagger does not fit.
+    sh_stagger: bool = False
 
     kernel = "stockham.comp"
 
@@ -176,13 +180,7 @@ class StockhamPass:
     @property
     def sh_line(self) -> int:
         """Shared-memory slots per line (see SH_LINE in stockham.comp)."""
-        return _sh_line(self.n, self.lines, self.sh_pad, self.staggered)
-
-    @property
-    def staggered(self) -> bool:
-        """Whether consecutive lines start on different banks: accesses that touch several
-        lines at once (tiled loads and stores; padded shapes as tuned) spread over the banks."""
-        return self.sh_stagger and (self.sh_pad or self.load_tiled or self.store_tiled)
+        return _sh_line(self.n, self.lines, self.sh_pad, self.sh_stagger)
 
     @property
     def shared_bytes(self) -> int:
@@ -241,7 +239,8 @@ class StockhamPass:
         if self.fourstep_n:
             lo, hi = self.fourstep_tables()
             d["FOURSTEP_TW_N"] = f"{self.fourstep_n}u"
-            d["FOURSTEP_KH"] = f"{-(-self.n // 32)}u"
+            d["FOURSTEP_LO_LEN"] = f"{FOURSTEP_LO_LEN}u"
+            d["FOURSTEP_KH"] = f"{-(-self.n // FOURSTEP_LO_LEN)}u"
             d["FOURSTEP_LO"] = f"{offsets[lo]}u"
             d["FOURSTEP_HI"] = f"{offsets[hi]}u"
             d["FOURSTEP_LINE(a)"] = f"(a).d{self.fourstep_digit}"
@@ -362,7 +361,6 @@ def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: b
         lines = max(1, TARGET_INVOCATIONS // threads)
     lines = min(lines, limits.max_group_size[1], max(1, limits.max_invocations // threads))
     if len(radices) > 1 or lines_wanted is not None:
-        stagger = stagger and (pad or lines_wanted is not None)  # as StockhamPass.staggered
         while lines > 1 and (lines * _sh_line(n, lines, pad, stagger) * COMPLEX64_BYTES
                              > limits.max_shared_bytes):
             lines -= 1
@@ -384,6 +382,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     shape = tuned and tuned[1:3]
     # The padding, then the stagger, may be what does not fit.
     for pad, stagger in ((True, True),) * pad + ((False, True), (False, False)):
+        stagger = stagger and (pad or tile_lines is not None)
         threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger)
         p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
                          sh_stagger=stagger, **kw)

@@ -19,7 +19,8 @@
 // neighbouring invocations read neighbouring entries (a scattered read costs the L1 one
 // transaction per cache line it touches, and twiddle reads outnumber the data's):
 //   each stage's own twiddles at the STAGE macro's offset: W_{Ns R}^(r k) at (r - 1) Ns + k;
-//   the four-step twiddle W^(d k), k = 32 kh + kl, as FOURSTEP_HI[d KH + kh] * FOURSTEP_LO[32 d + kl];
+//   the four-step twiddle W^(d k), k = L kh + kl (L = FOURSTEP_LO_LEN), as
+//   FOURSTEP_HI[d KH + kh] * FOURSTEP_LO[L d + kl];
 //   at PRE_MUL / POST_MUL theirs.
 
 #include "common.glsl"
@@ -163,7 +164,8 @@ vec2 load(uint line, uint i) {
 // The twiddle W^(d k) of a four-step pass, from the two-level table: invocations with
 // neighbouring k (and the same line digit d) read neighbouring LO entries and one HI entry.
 vec2 fourstep_twiddle(uint d, uint k) {
-    vec2 w = cmul(table[FOURSTEP_HI + d * FOURSTEP_KH + k / 32u], table[FOURSTEP_LO + d * 32u + k % 32u]);
+    vec2 w = cmul(table[FOURSTEP_HI + d * FOURSTEP_KH + k / FOURSTEP_LO_LEN],
+                  table[FOURSTEP_LO + d * FOURSTEP_LO_LEN + k % FOURSTEP_LO_LEN]);
 #if INVERSE
     w.y = -w.y;
 #endif
@@ -199,6 +201,9 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
     const uint m_in = prev_r == 0u ? 0u : swizzle_m(prev_r, Ns / prev_r);
     const uint m_out = last ? 0u : swizzle_m(R, Ns);
     uint line = first_line + ly;
+#ifdef FOURSTEP_TW_N
+    uint d = line < pc.lines_total ? FOURSTEP_LINE(line_addr(line)) : 0u;  // the line's digit
+#endif
     UNROLL for (uint b = 0u; b < BUTTERFLIES; b++) {
         uint j = tid + b * THREADS;
         if (j < span) {
@@ -233,7 +238,6 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
             uint out0 = (j / Ns) * Ns * R + k;
 #ifdef FOURSTEP_TW_N
             if (last) {
-                uint d = line < pc.lines_total ? FOURSTEP_LINE(line_addr(line)) : 0u;
                 UNROLL for (uint r = 0u; r < R; r++)
                     v[o + r] = cmul(v[o + r], fourstep_twiddle(d, out0 + r * Ns));
             }
