@@ -8,6 +8,10 @@
    wait, and destroyed with the Sequence.
 2. The Python binding of Sequence.eval_async() (no arguments) called eval(), which waits for the
    GPU; it now calls evalAsync(), so a submission returns as soon as it is queued.
+3. kp.OpMemoryBarrier is bound to Python (kp 0.9.0 has the C++ class but no binding), with its
+   access and stage masks as plain Vulkan flag integers. Without it, the only way to order one
+   dispatch after another was to record a device-to-staging copy in between (see
+   pyfftgl/backends/vulkan.py).
 
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
@@ -35,9 +39,26 @@ EDITS = [
 ]
 
 
+BARRIER_MARK = "// pyfftgl: OpMemoryBarrier binding"
 BINDING_EDITS = [
     ('        "eval_async",\n        [](kp::Sequence& self) { return self.eval(); },\n',
      '        "eval_async",\n        [](kp::Sequence& self) { return self.evalAsync(); },\n'),
+    ('    py::class_<kp::OpMult, kp::OpBase, std::shared_ptr<kp::OpMult>>(\n',
+     f"    {BARRIER_MARK}\n"
+     "    py::class_<kp::OpMemoryBarrier, kp::OpBase, std::shared_ptr<kp::OpMemoryBarrier>>(\n"
+     '      m, "OpMemoryBarrier")\n'
+     "      .def(py::init([](const std::vector<std::shared_ptr<kp::Tensor>>& tensors,\n"
+     "                       uint32_t srcAccess, uint32_t dstAccess, uint32_t srcStage,\n"
+     "                       uint32_t dstStage, bool primary) {\n"
+     "               return std::make_unique<kp::OpMemoryBarrier>(\n"
+     "                 tensors, static_cast<vk::AccessFlagBits>(srcAccess),\n"
+     "                 static_cast<vk::AccessFlagBits>(dstAccess),\n"
+     "                 static_cast<vk::PipelineStageFlagBits>(srcStage),\n"
+     "                 static_cast<vk::PipelineStageFlagBits>(dstStage), primary);\n"
+     "           }),\n"
+     '           py::arg("tensors"), py::arg("src_access"), py::arg("dst_access"),\n'
+     '           py::arg("src_stage"), py::arg("dst_stage"), py::arg("primary") = true);\n\n'
+     "    py::class_<kp::OpMult, kp::OpBase, std::shared_ptr<kp::OpMult>>(\n"),
 ]
 
 
@@ -54,8 +75,7 @@ def _apply(path: Path, edits, done_when: str) -> None:
 
 def main(root: str) -> int:
     _apply(Path(root) / "src" / "Sequence.cpp", EDITS, MARK)
-    _apply(Path(root) / "python" / "src" / "main.cpp", BINDING_EDITS,
-           "[](kp::Sequence& self) { return self.evalAsync(); }")
+    _apply(Path(root) / "python" / "src" / "main.cpp", BINDING_EDITS, BARRIER_MARK)
     return 0
 
 

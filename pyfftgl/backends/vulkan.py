@@ -26,6 +26,20 @@ def _choose(devices: list[dict]) -> dict:
     return min(devices, key=lambda d: (_TYPE_RANK.get(d["device_type"], 5), d["index"]))
 
 
+# Vulkan's flag bits (VkAccessFlagBits, VkPipelineStageFlagBits) for kp.OpMemoryBarrier.
+_SHADER_RW = 0x20 | 0x40  # SHADER_READ | SHADER_WRITE
+_TRANSFER_RW = 0x800 | 0x1000  # TRANSFER_READ | TRANSFER_WRITE
+_COMPUTE, _TRANSFER = 0x800, 0x1000  # COMPUTE_SHADER, TRANSFER stages
+
+
+def _after_dispatch(d: Dispatch, access: int, stage: int):
+    """A barrier after dispatch d: its shader writes made visible to `access` at `stage`, and
+    nothing at `stage` starts before d ends. Binding 1 is what every pyfftgl kernel writes; the
+    barrier's execution dependency covers everything recorded before it, whatever the buffer."""
+    import kp
+    return kp.OpMemoryBarrier([d.kernel.buffers[1].tensor], 0x40, access, _COMPUTE, stage)
+
+
 class VkBuffer(Buffer):
     def __init__(self, tensor, nbytes: int, device_only: bool = False):
         self.tensor = tensor
@@ -61,24 +75,18 @@ class VkSubmission(Submission):
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_before]
         first = len(self._ops)
         for i, d in enumerate(dispatches):
-            if i:
-                # kp 0.9 exposes no OpMemoryBarrier to Python and OpAlgoDispatch only orders
-                # transfers before the dispatch, so consecutive dispatches would race. Syncing a
-                # 1-element sentinel records a compute->transfer barrier with shader writes as its
-                # source; with the next dispatch's transfer->compute barrier that chains dispatch
-                # i-1 before dispatch i at the cost of a 4-byte copy.
-                self._ops.append(kp.OpTensorSyncLocal([device._sentinel.tensor]))
+            if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
+                self._ops.append(_after_dispatch(dispatches[i - 1], _SHADER_RW, _COMPUTE))
             self._ops.append(kp.OpAlgoDispatch(d.kernel.algorithm, d.push))
         self._timed_span = (first, len(self._ops))
-        if copies_after:
-            self._ops.append(kp.OpTensorSyncLocal([device._sentinel.tensor]))  # compute->transfer
-            self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
-        if downloads:
+        if dispatches and (copies_after or not downloads):
+            # Before the copies out; or, with nothing downloaded, for the next submission, whose
+            # first dispatch's transfer->compute barrier chains onto this one, so submissions
+            # left running (wait=False) stay ordered.
+            self._ops.append(_after_dispatch(dispatches[-1], _TRANSFER_RW, _TRANSFER))
+        self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
+        if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
-        elif dispatches and not copies_after:
-            # Ends with a compute->transfer barrier: the next submission's first dispatch adds
-            # transfer->compute, so submissions left running (wait=False) stay ordered.
-            self._ops.append(kp.OpTensorSyncLocal([device._sentinel.tensor]))
         self._plain = self._make_sequence(0)
         self._timed = None
         self._pending = False
@@ -155,7 +163,6 @@ class VulkanDevice(Device):
             ),
             is_software=props["device_type"] == "cpu",
         )
-        self._sentinel = self.buffer(4)
         self._pending: set[VkSubmission] = set()  # run with wait=False, not yet waited for
 
     def finish(self):
