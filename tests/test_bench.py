@@ -36,3 +36,12 @@ def test_records_and_results_file(backend, tmp_path):
     # a second run of the same cases replaces its records rather than appending
     bench.run(cases[:1], backends=(backend,), reps=1, out_dir=tmp_path, echo=lines.append)
     assert len(json.loads(files[0].read_text())) == 2
+
+
+def test_best_of_waits_for_the_times_to_settle():
+    # slow while the clocks come up, then steady: the best steady time, after `reps` non-improving
+    times = iter([9.0, 5.0, 3.0, 3.01, 2.99, 3.0, 3.0, 1.0])
+    assert bench.best_of(lambda: next(times), reps=3) == 2.99
+    calls = []
+    assert bench.best_of(lambda: calls.append(1) or 100.0 - len(calls), reps=3, limit=10) == 90.0
+    assert len(calls) == 10

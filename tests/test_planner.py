@@ -73,7 +73,7 @@ def test_split_groups_covers_every_group_once(groups):
         assert base == covered
         assert 1 <= gx <= limits[0] and 1 <= gy <= limits[1]
         covered += gx * gy
-    assert groups <= covered < groups + parts[-1][1]  # any excess is less than one row
+    assert groups <= covered < groups + parts[-1][2]  # balanced rows: less than one group per row idles
 
 
 def test_tighter_limits():
@@ -149,3 +149,12 @@ def test_real_transforms_fuse_the_pack_into_the_half_length_pass():
     # too long to fuse: a separate unpack pass after the multi-pass half-length transform
     big = planner.plan_steps((2, 20000), [("r2c", 1, 20000, "backward")], SOFT)
     assert isinstance(big.passes[-1], planner.RealPass)
+
+
+def test_strided_axis_tiles_are_wide_where_they_fit():
+    # 256 columns: 8 lines of 256 values fit in 48 KB; 1024 columns: 8 x 8 KB do not, so 4.
+    for side, lines in ((256, planner.AXIS_TILE_LINES), (1024, planner.TILE_LINES)):
+        spec = planner.plan_c2c((side, side), (0, 1), False, "backward", GPU)
+        col = spec.passes[0]
+        assert col.load_tiled and col.lines == lines
+        assert col.shared_bytes <= GPU.max_shared_bytes
