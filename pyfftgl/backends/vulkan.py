@@ -136,6 +136,10 @@ class VulkanDevice(Device):
             raise BackendUnavailable(
                 f"the Vulkan backend needs Kompute's `kp` module, which failed to import ({e}); "
                 "`make setup` builds kp 0.9.0 into .venv") from e
+        if not hasattr(kp, "OpMemoryBarrier"):
+            raise BackendUnavailable(
+                "this `kp` lacks OpMemoryBarrier, which pyfftgl orders its dispatches with: build "
+                "it with tools/kp_patch.py applied (`make setup` does)")
         try:
             devices = _vkinfo.physical_devices()
         except OSError as e:
