@@ -27,7 +27,8 @@ def _choose(devices: list[dict]) -> dict:
 
 
 # Vulkan's flag bits (VkAccessFlagBits, VkPipelineStageFlagBits) for kp.OpMemoryBarrier.
-_SHADER_RW = 0x20 | 0x40  # SHADER_READ | SHADER_WRITE
+_SHADER_WRITE = 0x40
+_SHADER_RW = 0x20 | _SHADER_WRITE  # SHADER_READ | SHADER_WRITE
 _TRANSFER_RW = 0x800 | 0x1000  # TRANSFER_READ | TRANSFER_WRITE
 _COMPUTE, _TRANSFER = 0x800, 0x1000  # COMPUTE_SHADER, TRANSFER stages
 
@@ -37,7 +38,8 @@ def _after_dispatch(d: Dispatch, access: int, stage: int):
     nothing at `stage` starts before d ends. Binding 1 is what every pyfftgl kernel writes; the
     barrier's execution dependency covers everything recorded before it, whatever the buffer."""
     import kp
-    return kp.OpMemoryBarrier([d.kernel.buffers[1].tensor], 0x40, access, _COMPUTE, stage)
+    return kp.OpMemoryBarrier([d.kernel.buffers[1].tensor], _SHADER_WRITE, access, _COMPUTE,
+                              stage)
 
 
 class VkBuffer(Buffer):
