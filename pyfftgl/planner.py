@@ -12,9 +12,11 @@ from dataclasses import dataclass, replace
 from .backends.base import Limits
 
 # Radices the Stockham kernel has butterflies for. 8 and 4 are preferred for powers of two
-# (fewer stages = fewer trips through shared memory); the odd primes use a generic small DFT.
-RADICES = (2, 3, 4, 5, 7, 8, 11, 13)
+# (fewer stages = fewer trips through shared memory); the odd primes use a generic small DFT,
+# and their squares 9, 25, 49 two rounds of it in registers (one stage instead of two).
+RADICES = (2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 25, 49)
 _ODD_PRIMES = (3, 5, 7, 11, 13)
+_ODD_SQUARES = (9, 25, 49)
 # Invocations per workgroup we aim for: enough to hide latency, small enough for every driver.
 TARGET_INVOCATIONS = 256
 COMPLEX64_BYTES = 8
@@ -174,8 +176,9 @@ class StockhamPass:
         return tuple(out)
 
     @property
-    def butterflies_per_thread(self) -> int:
-        return _butterflies(self.n, self.radices, self.threads)
+    def registers(self) -> int:
+        """Complex values an invocation holds in a stage, at most (REGS in the kernel)."""
+        return _registers(self.n, self.radices, self.threads)
 
     @property
     def uses_shared(self) -> bool:
@@ -226,7 +229,7 @@ class StockhamPass:
             "THREADS": self.threads,
             "LINES": self.lines,
             "MAX_RADIX": max(self.radices, default=1),
-            "BUTTERFLIES": self.butterflies_per_thread,
+            "REGS": self.registers,
             "INVERSE": int(self.inverse),
             "SCALE": float_literal(self.scale),
             "FFT_STAGES": stages,
@@ -335,8 +338,10 @@ def tuned_shape(n: int, limits: Limits):
     return None
 
 
-def _butterflies(n: int, radices, threads: int) -> int:
-    return max((-(-(n // r) // threads) for r in radices), default=1)
+def _registers(n: int, radices, threads: int) -> int:
+    """The most complex values an invocation holds in one stage: a radix-r stage gives each of
+    `threads` invocations ceil(n / r / threads) butterflies of r values."""
+    return max((-(-(n // r) // threads) * r for r in radices), default=1)
 
 
 def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: bool,
@@ -352,7 +357,7 @@ def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: b
         # Small radices after a large one leave each invocation many butterflies in registers
         # sized for the large radix; more invocations keep that under REGISTER_TARGET values.
         while (threads < min(TARGET_INVOCATIONS, cap)
-               and _butterflies(n, radices, threads) * rmax > REGISTER_TARGET):
+               and _registers(n, radices, threads) > REGISTER_TARGET):
             threads = min(cap, threads * 2)
     if lines_wanted is not None:
         # A tile of at least lines_wanted lines, wider when the line's invocations are few: a
@@ -397,7 +402,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     else:
         return None
     # Registers per invocation stay bounded: beyond ~64 complex values the compiler spills.
-    if p.butterflies_per_thread * max(radices, default=1) > MAX_REGISTERS:
+    if p.registers > MAX_REGISTERS:
         return None
     return p
 
@@ -779,28 +784,48 @@ def _two_power_splits(k: int, max_stages: int = 5) -> list[tuple[int, ...]]:
     return out
 
 
+def _odd_groupings(odd: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The odd prime factors as radices, with each pair of an equal prime that has a square radix
+    kept as two stages or merged into one: (3, 3, 3) gives (3, 3, 3) and (9, 3)."""
+    out: list[tuple[int, ...]] = [()]
+    for p in sorted(set(odd)):
+        c, sq = odd.count(p), p * p
+        pairs = c // 2 if sq in _ODD_SQUARES else 0
+        out = [a + (sq,) * q + (p,) * (c - 2 * q) for a in out for q in range(pairs + 1)]
+    return out
+
+
 def shape_candidates(n: int, limits: Limits) -> list[tuple]:
     """Kernel shapes worth timing for length n: (radices, threads, lines, pad) tuples for
-    Limits.tuned. Radix sets of 16/8/4/2 (plus the odd primes), each largest-first and
-    smallest-first, odd radices first or last; threads from the registers per invocation (the
-    largest radix or twice it); shared memory padded or not; the default lines per workgroup."""
+    Limits.tuned. Radix sets of 16/8/4/2 and of the odd primes or their squares, each
+    largest-first and smallest-first, odd radices first or last. Threads per line: one or two
+    butterflies of the largest radix each, and the fewest butterflies that bring a line under
+    TARGET_INVOCATIONS (and under half of it) invocations: with a long line of small radices,
+    smaller workgroups let more of them share a multiprocessor. Shared memory padded or not
+    (even n: padding is against the bank conflicts of power-of-two strides); the default lines
+    per workgroup."""
     factors = prime_factors(n)
     if any(p not in (2,) + _ODD_PRIMES for p in factors):
         return []
     odd = tuple(p for p in _ODD_PRIMES for _ in range(factors.get(p, 0)))
+    cap = min(limits.max_invocations, limits.max_group_size[0])
     out = []
     k = factors.get(2, 0)
     for two in _two_power_splits(k, 4) or _two_power_splits(k, 6) or [()]:
-        orders = {odd + two, odd + two[::-1], two + odd, two[::-1] + odd}
+        orders = set()
+        for group in _odd_groupings(odd):
+            for o in (tuple(sorted(group, reverse=True)), tuple(sorted(group))):
+                orders |= {o + two, o + two[::-1], two + o, two[::-1] + o}
         for radices in sorted(orders):
-            rmax = max(radices, default=1)
-            for regs in sorted({rmax, 2 * rmax}):
-                if n % regs or regs > REGISTER_TARGET:
+            span = n // max(radices, default=1)  # butterflies of the largest radix
+            per = {1, 2} | {next((b for b in range(1, span + 1) if -(-span // b) <= t), 1)
+                            for t in (TARGET_INVOCATIONS, TARGET_INVOCATIONS // 2)}
+            for b in sorted(per):
+                threads = -(-span // b)
+                regs = _registers(n, radices, threads)
+                if threads > cap or regs > (MAX_REGISTERS if b == 1 else REGISTER_TARGET):
                     continue
-                threads = n // regs
-                if threads > min(limits.max_invocations, limits.max_group_size[0]):
-                    continue
-                for pad in (False, True):
+                for pad in (False, True) if n % 2 == 0 else (False,):
                     cand = (radices, threads, 0, pad)
                     if cand not in out:
                         out.append(cand)

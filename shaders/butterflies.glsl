@@ -1,9 +1,7 @@
 // In-register DFTs of the radices the planner uses, applied to v[o .. o+R-1] of an array of
-// length BUTTERFLIES * MAX_RADIX. Radix 2, 4, 8 and 16 are written out (constant multiplies
-// only); 3, 5, 7, 11 and 13 use a direct DFT whose cos/sin come from float64 on the
-// host (ODD_COS / ODD_SIN in the preamble).
-
-#define REGS (BUTTERFLIES * MAX_RADIX)
+// REGS values (the most a stage keeps per invocation). Radix 2, 4, 8 and 16 are written out
+// (constant multiplies only); 3, 5, 7, 11 and 13 use a direct DFT whose cos/sin come from float64
+// on the host (ODD_COS / ODD_SIN in the preamble); 9, 25 and 49 are two rounds of 3, 5 or 7.
 
 // The invocation's working registers. Module scope rather than an `inout` parameter: SPIR-V
 // passes arrays by copy, and copying REGS values in and out of every butterfly call made Mesa's
@@ -86,35 +84,61 @@ void dft16(uint o) {
 }
 #endif
 
-// Direct DFT of an odd prime radix R: y[k] = sum_n x[n] W^(nk mod R), W = exp(-+2 pi i / R).
-// x[0] and the conjugate-symmetric pairs (n, R-n) are combined first, halving the multiplies.
-// cos/sin(2 pi m / R) for m < R sit at ODD_OFFSET_R in the preamble's ODD_COS / ODD_SIN tables.
+// Direct DFT of an odd prime radix P on v[o], v[o + s], .., v[o + (P - 1) s]:
+// y[k] = sum_n x[n] W^(nk mod P), W = exp(-+2 pi i / P). x[0] and the conjugate-symmetric pairs
+// (n, P-n) are combined first, halving the multiplies. cos/sin(2 pi m / R) for m < R sit at
+// `table` in the preamble's ODD_COS / ODD_SIN, R = P * step (step > 1 when P is a factor of a
+// composite radix R, whose table holds W_P^m at m * step).
 #ifdef ODD_COS
 const float odd_cos[] = ODD_COS;
 const float odd_sin[] = ODD_SIN;
 
-void dft_odd(uint R, uint table, uint o) {
-    vec2 s[6], d[6];  // R <= 13
+void dft_odd(uint P, uint table, uint step, uint o, uint s) {
+    vec2 sum[6], dif[6];  // P <= 13
     vec2 x0 = v[o], y0 = x0;
-    uint half_r = (R - 1u) / 2u;
-    UNROLL for (uint n = 1u; n <= half_r; n++) {
-        s[n - 1u] = v[o + n] + v[o + R - n];
-        d[n - 1u] = v[o + n] - v[o + R - n];
-        y0 += s[n - 1u];
+    uint half_p = (P - 1u) / 2u;
+    UNROLL for (uint n = 1u; n <= half_p; n++) {
+        sum[n - 1u] = v[o + n * s] + v[o + (P - n) * s];
+        dif[n - 1u] = v[o + n * s] - v[o + (P - n) * s];
+        y0 += sum[n - 1u];
     }
     v[o] = y0;
-    UNROLL for (uint k = 1u; k <= half_r; k++) {
+    UNROLL for (uint k = 1u; k <= half_p; k++) {
         vec2 re = x0, im = vec2(0.0);
-        UNROLL for (uint n = 1u; n <= half_r; n++) {
-            uint m = table + (n * k) % R;
-            re += odd_cos[m] * s[n - 1u];
-            im += odd_sin[m] * d[n - 1u];
+        UNROLL for (uint n = 1u; n <= half_p; n++) {
+            uint m = table + ((n * k) % P) * step;
+            re += odd_cos[m] * sum[n - 1u];
+            im += odd_sin[m] * dif[n - 1u];
         }
-        // forward: y[k] = re - i*im, y[R-k] = re + i*im; the inverse flips i (rot_quarter does).
+        // forward: y[k] = re - i*im, y[P-k] = re + i*im; the inverse flips i (rot_quarter does).
         vec2 t = rot_quarter(im);
-        v[o + k] = re + t;
-        v[o + R - k] = re - t;
+        v[o + k * s] = re + t;
+        v[o + (P - k) * s] = re - t;
     }
+}
+
+// Radix R = P * P as P x P (as dft16 is 4 x 4): length-P DFTs down the columns of
+// v[o + n1 + P n2], twiddles W_R^(n1 k2), length-P DFTs along the rows; X[k2 + P k1] then sits at
+// P k2 + k1 and is put back in order through registers. Half the trips through shared memory
+// of two radix-P stages, and no twiddle table reads between the two rounds.
+void dft_square(uint P, uint table, uint o) {
+    const uint R = P * P;
+    UNROLL for (uint n1 = 0u; n1 < P; n1++) dft_odd(P, table, P, o + n1, P);
+    UNROLL for (uint n1 = 1u; n1 < P; n1++) {
+        UNROLL for (uint k2 = 1u; k2 < P; k2++) {
+            uint m = table + n1 * k2;  // < R
+#if INVERSE
+            vec2 w = vec2(odd_cos[m], odd_sin[m]);
+#else
+            vec2 w = vec2(odd_cos[m], -odd_sin[m]);
+#endif
+            v[o + n1 + P * k2] = cmul(v[o + n1 + P * k2], w);
+        }
+    }
+    UNROLL for (uint k2 = 0u; k2 < P; k2++) dft_odd(P, table, P, o + P * k2, 1u);
+    vec2 t[49];  // R <= 49
+    UNROLL for (uint m = 0u; m < R; m++) t[m] = v[o + m];
+    UNROLL for (uint m = 0u; m < R; m++) v[o + m] = t[(m % P) * P + m / P];
 }
 #endif
 
@@ -130,19 +154,28 @@ void dft(uint R, uint o) {
     case 16u: dft16(o); break;
 #endif
 #ifdef ODD_OFFSET_3
-    case 3u: dft_odd(3u, ODD_OFFSET_3, o); break;
+    case 3u: dft_odd(3u, ODD_OFFSET_3, 1u, o, 1u); break;
 #endif
 #ifdef ODD_OFFSET_5
-    case 5u: dft_odd(5u, ODD_OFFSET_5, o); break;
+    case 5u: dft_odd(5u, ODD_OFFSET_5, 1u, o, 1u); break;
 #endif
 #ifdef ODD_OFFSET_7
-    case 7u: dft_odd(7u, ODD_OFFSET_7, o); break;
+    case 7u: dft_odd(7u, ODD_OFFSET_7, 1u, o, 1u); break;
 #endif
 #ifdef ODD_OFFSET_11
-    case 11u: dft_odd(11u, ODD_OFFSET_11, o); break;
+    case 11u: dft_odd(11u, ODD_OFFSET_11, 1u, o, 1u); break;
 #endif
 #ifdef ODD_OFFSET_13
-    case 13u: dft_odd(13u, ODD_OFFSET_13, o); break;
+    case 13u: dft_odd(13u, ODD_OFFSET_13, 1u, o, 1u); break;
+#endif
+#ifdef ODD_OFFSET_9
+    case 9u: dft_square(3u, ODD_OFFSET_9, o); break;
+#endif
+#ifdef ODD_OFFSET_25
+    case 25u: dft_square(5u, ODD_OFFSET_25, o); break;
+#endif
+#ifdef ODD_OFFSET_49
+    case 49u: dft_square(7u, ODD_OFFSET_49, o); break;
 #endif
     default: break;
     }

@@ -204,15 +204,18 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
 #ifdef FOURSTEP_TW_N
     uint d = line < pc.lines_total ? FOURSTEP_LINE(line_addr(line)) : 0u;  // the line's digit
 #endif
-    UNROLL for (uint b = 0u; b < BUTTERFLIES; b++) {
+    // This stage's butterflies per invocation; the guard folds away where THREADS divides span.
+    const uint nb = (span + THREADS - 1u) / THREADS;
+    const bool whole = span % THREADS == 0u;
+    UNROLL for (uint b = 0u; b < nb; b++) {
         uint j = tid + b * THREADS;
-        if (j < span) {
+        if (whole || j < span) {
             UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED
-                if (from_sh) v[b * MAX_RADIX + r] = SH(ly, swizzle(j + r * span, m_in));
+                if (from_sh) v[b * R + r] = SH(ly, swizzle(j + r * span, m_in));
                 else
 #endif
-                v[b * MAX_RADIX + r] = load(line, j + r * span);
+                v[b * R + r] = load(line, j + r * span);
             }
         }
     }
@@ -220,10 +223,10 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
     // Everyone has read this stage's inputs before anyone overwrites shared memory.
     if (from_sh && to_sh) barrier();
 #endif
-    UNROLL for (uint b = 0u; b < BUTTERFLIES; b++) {
+    UNROLL for (uint b = 0u; b < nb; b++) {
         uint j = tid + b * THREADS;
-        if (j < span) {
-            uint o = b * MAX_RADIX;
+        if (whole || j < span) {
+            uint o = b * R;
             uint k = j % Ns;
             if (Ns > 1u) {
                 UNROLL for (uint r = 1u; r < R; r++) {

@@ -64,7 +64,7 @@ def test_buffer_write_read(name):
 def test_spirv_cache_by_source_hash(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
     src = shaders.assemble("stockham.comp", {
-        "N": "8u", "NUM_STAGES": 1, "THREADS": 1, "LINES": 64, "MAX_RADIX": 8, "BUTTERFLIES": 1,
+        "N": "8u", "NUM_STAGES": 1, "THREADS": 1, "LINES": 64, "MAX_RADIX": 8, "REGS": 8,
         "INVERSE": 0, "SCALE": "1.0", "FFT_STAGES": "STAGE(8u, 1u, 0u, true, true, 0u)"}, "vulkan")
     spv = shaders.compile_spirv(src)
     assert spv[:4] == b"\x03\x02\x23\x07"  # the SPIR-V magic number, little-endian

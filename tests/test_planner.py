@@ -41,7 +41,7 @@ def test_one_dispatch_up_to_4096(limits, n, inverse):
     p = spec.passes[0]
     assert p.shared_bytes <= limits.max_shared_bytes
     assert p.invocations <= limits.max_invocations
-    assert p.butterflies_per_thread * max(p.radices) <= planner.REGISTER_TARGET
+    assert p.registers <= planner.REGISTER_TARGET
 
 
 def test_stockham_strides():
@@ -115,7 +115,7 @@ def test_bluestein_only_where_needed():
         smooth = set(planner.prime_factors(n)) <= {2, 3, 5, 7, 11, 13}
         assert (spec.algorithm == "bluestein") == (not smooth), n
         for p in spec.passes:
-            assert p.butterflies_per_thread * max(p.radices, default=1) <= planner.MAX_REGISTERS
+            assert p.registers <= planner.MAX_REGISTERS
             assert p.shared_bytes <= SOFT.max_shared_bytes and p.invocations <= 1024
 
 

@@ -13,7 +13,7 @@ from conftest import assert_accurate, random_complex
 from test_planner import GPU
 
 
-@pytest.mark.parametrize("n", [16, 96, 256])
+@pytest.mark.parametrize("n", [16, 96, 256, 225, 147])  # 225, 147: radices 9, 25, 49
 def test_every_candidate_shape_transforms_correctly(backend, n):
     dev = get_device(backend)
     base = dataclasses.replace(dev.info.limits, tuned=())
@@ -41,6 +41,18 @@ def test_candidates_cover_radix_16_and_padding():
     assert ((16, 16, 16), 256, 0, True) in cands and ((16, 16, 16), 256, 0, False) in cands
     assert all(int(np.prod(c[0])) == 4096 for c in cands)
     assert planner.shape_candidates(17 * 4, GPU) == []  # 17 is Bluestein's
+
+
+def test_candidates_merge_equal_odd_primes_into_square_radices():
+    assert planner._odd_groupings((3, 3, 3, 5)) == [(3, 3, 3, 5), (9, 3, 5)]
+    assert planner._odd_groupings((11, 11)) == [(11, 11)]  # no radix 121
+    c2187 = planner.shape_candidates(2187, GPU)
+    assert ((9, 9, 9, 3), 243, 0, False) in c2187 and ((3,) * 7, 729, 0, False) in c2187
+    # a long line of radix 3 also comes with fewer invocations, each doing several butterflies
+    assert ((3,) * 7, 243, 0, False) in c2187 and ((3,) * 7, 122, 0, False) in c2187
+    assert ((49, 49), 49, 0, False) in planner.shape_candidates(2401, GPU)
+    assert ((25, 25, 5), 125, 0, False) in planner.shape_candidates(3125, GPU)
+    assert all(not c[3] for c in c2187)  # odd lengths: no padding (no power-of-two strides)
 
 
 def test_planner_follows_a_tuned_entry_and_falls_back_when_it_does_not_fit():
