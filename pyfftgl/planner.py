@@ -798,12 +798,12 @@ def _odd_groupings(odd: tuple[int, ...]) -> list[tuple[int, ...]]:
 def shape_candidates(n: int, limits: Limits) -> list[tuple]:
     """Kernel shapes worth timing for length n: (radices, threads, lines, pad) tuples for
     Limits.tuned. Radix sets of 16/8/4/2 and of the odd primes or their squares, each
-    largest-first and smallest-first, odd radices first or last. Threads per line: one or two
-    butterflies of the largest radix each, and the fewest butterflies that bring a line under
-    TARGET_INVOCATIONS (and under half of it) invocations: with a long line of small radices,
-    smaller workgroups let more of them share a multiprocessor. Shared memory padded or not
-    (even n: padding is against the bank conflicts of power-of-two strides); the default lines
-    per workgroup."""
+    largest-first and smallest-first, odd radices first or last; threads from one or two
+    butterflies of the largest radix per invocation (a radix-49 stage's one only: 49 values is
+    over REGISTER_TARGET); shared memory padded or not (even n: padding is against the bank
+    conflicts of power-of-two strides); the default lines per workgroup. (Fewer invocations per
+    line, 3-6 radix-3/5/7 butterflies each, and 2-4x wider workgroups were timed on the H200 too
+    and never won.)"""
     factors = prime_factors(n)
     if any(p not in (2,) + _ODD_PRIMES for p in factors):
         return []
@@ -818,9 +818,7 @@ def shape_candidates(n: int, limits: Limits) -> list[tuple]:
                 orders |= {o + two, o + two[::-1], two + o, two[::-1] + o}
         for radices in sorted(orders):
             span = n // max(radices, default=1)  # butterflies of the largest radix
-            per = {1, 2} | {next((b for b in range(1, span + 1) if -(-span // b) <= t), 1)
-                            for t in (TARGET_INVOCATIONS, TARGET_INVOCATIONS // 2)}
-            for b in sorted(per):
+            for b in (1, 2):
                 threads = -(-span // b)
                 regs = _registers(n, radices, threads)
                 if threads > cap or regs > (MAX_REGISTERS if b == 1 else REGISTER_TARGET):
