@@ -97,13 +97,26 @@ def cmd_selftest(args) -> int:
     return 1 if bad else 0
 
 
+def _tune_key(text: str):
+    """An argument of --tune: "1024" or "tiled:1024", as Limits.tuned keys name them."""
+    from .wisdom import parse_key
+    try:
+        key = parse_key(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or tiled:N, got {text!r}") from None
+    if (key[1] if isinstance(key, tuple) else key) < 2:
+        raise argparse.ArgumentTypeError(f"a length must be >= 2, got {text!r}")
+    return key
+
+
 def cmd_bench(args) -> int:
     """The benchmark sweep (pyfftgl/bench.py)."""
     from pathlib import Path
 
     from . import bench
     if args.tune is not None:
-        found = bench.tune(tuple(args.tune) or bench.TUNE_SIZES, backends=args.backends,
+        sizes = tuple(args.tune) or bench.TUNE_SIZES + bench.TUNE_TILED
+        found = bench.tune(sizes, backends=args.backends,
                            elements=args.elements or (2**20 if args.quick else 2**24),
                            save=not args.no_write)
         return 0 if found else 2
@@ -128,9 +141,10 @@ def main(argv=None) -> int:
     b.add_argument("--quick", action="store_true", help="a few small cases (software drivers)")
     b.add_argument("--elements", type=int,
                    help="complex values per 1D batch (2^26, --tune 2^24; --quick 2^20)")
-    b.add_argument("--tune", type=int, nargs="*", metavar="N",
-                   help="time the kernel shapes of these lengths (default: a set from 64 to 4096) "
-                        "and keep the fastest in the device's wisdom file")
+    b.add_argument("--tune", type=_tune_key, nargs="*", metavar="N",
+                   help="time the kernel shapes of these lengths, N or tiled:N for the strided "
+                        "passes of a four-step N*N (default: a set from 64 to 4096 and tiled:128 "
+                        "to tiled:1024) and keep the fastest in the device's wisdom file")
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     b.add_argument("--only", nargs="*", choices=["1d", "mixed", "bluestein", "2d", "real", "3d"])

@@ -377,12 +377,17 @@ def plot(records: list[dict], path: Path) -> None:
 
 
 TUNE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 1000, 1536, 2187, 2401, 3125)
+# Lengths whose strided passes are tuned apart (wisdom keys "tiled:n"), each timed on the two
+# passes of the four-step transform of length n * n.
+TUNE_TILED = tuple(planner.tiled_key(n) for n in (128, 256, 512, 1024))
 
 
-def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int = 3,
-         echo=print, save: bool = True) -> dict:
-    """Time every planner.shape_candidates() shape of a batched length-n C2C on each backend,
-    check it against numpy, and keep the fastest per length in the device's wisdom file."""
+def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 24,
+         reps: int = 3, echo=print, save: bool = True) -> dict:
+    """Time every planner.shape_candidates() shape of length n on each backend, check it against
+    numpy, and keep the fastest in the device's wisdom file. A size n is timed on a batched
+    length-n C2C (contiguous lines); planner.tiled_key(n) on the strided passes of a batched
+    length-n*n C2C split n x n (four-step), where the planner splits it so on this device."""
     from dataclasses import replace
     from .plans import TransformPlan
     found_all = {}
@@ -390,44 +395,48 @@ def tune(sizes=TUNE_SIZES, backends=BACKENDS, elements: int = 1 << 24, reps: int
     for name, device in available(backends, echo):
         base = replace(device.info.limits, tuned=())
         found = {}
-        for n in _progress(sizes, f"tune {name}"):
-            batch = max(1, elements // n)
-            bufs = {b: device.buffer(batch * n * planner.COMPLEX64_BYTES, device_only=True)
+        for key in _progress(sizes, f"tune {name}"):
+            tiled = isinstance(key, tuple)
+            n = key[1] if tiled else key
+            length = n * n if tiled else n
+            batch = max(1, elements // length)
+            bufs = {b: device.buffer(batch * length * planner.COMPLEX64_BYTES, device_only=True)
                     for b in ("in", "out")}
             random_fill(device, bufs["in"])
-            x = (rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))).astype(np.complex64)
+            x = (rng.standard_normal((3, length))
+                 + 1j * rng.standard_normal((3, length))).astype(np.complex64)
             ref = np.fft.fft(x.astype(np.complex128))
             timings = []
             for cand in planner.shape_candidates(n, base):
-                lim = replace(base, tuned=((n,) + cand,))
-                spec = planner.plan_fft(n, batch, False, "backward", lim)
-                p = spec.passes[0]
-                if len(spec.passes) != 1 or _shape(p) != (cand[0], cand[1], cand[3]):
+                lim = replace(base, tuned=((key,) + cand,))
+                spec = planner.plan_fft(length, batch, False, "backward", lim)
+                if (len(spec.passes) != (2 if tiled else 1) or any(
+                        p.n != n or _shape(p) != (cand[0], cand[1], cand[3]) for p in spec.passes)):
                     continue  # does not fit this device as asked
-                small = TransformPlan(planner.plan_fft(n, 3, False, "backward", lim), device, lim,
-                                      "backward")
+                small = TransformPlan(planner.plan_fft(length, 3, False, "backward", lim), device,
+                                      lim, "backward")
                 y = small.execute(x)
                 if np.linalg.norm(y - ref) / np.linalg.norm(ref) > 1e-5:
-                    echo(f"  {name} n={n} {cand}: WRONG RESULT, skipped")
+                    echo(f"  {name} {key}: {cand}: WRONG RESULT, skipped")
                     continue
                 plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
                 gc.collect()  # dropped plans' Vulkan objects gone before timing (see run())
                 t = _timed(plan, reps=reps, warm=0.1, fill=False)
-                timings.append((t, cand, p.lines))
+                timings.append((t, cand, spec.passes[0].lines))
             if not timings:
                 continue
             timings.sort(key=lambda r: r[0])
             t, cand, lines = timings[0]
-            default = planner.plan_fft(n, batch, False, "backward", base).passes[0]
-            dt = next((r[0] for r in timings if (r[1][0], r[1][1], r[1][3]) == _shape(default)),
-                      None)
-            echo(f"{name:6s} n={n:5d}: best {t:.4f} ms {list(cand[0])} threads {cand[1]} lines "
-                 f"{lines} pad {cand[3]}; default {dt if dt is None else round(dt, 4)} ms; "
-                 f"{len(timings)} shapes; worst {timings[-1][0]:.4f} ms")
-            found[n] = {"radices": list(cand[0]), "threads": cand[1], "lines": cand[2],
-                        "pad": cand[3], "gpu_ms": round(t, 5), "elements": batch * n,
-                        "ranking": [[round(r[0], 5), list(r[1][0]), r[1][1], r[1][3]]
-                                    for r in timings[:5]]}
+            # the shape the planner takes now, with the wisdom the device started with
+            now = planner.plan_fft(length, batch, False, "backward", device.info.limits).passes[0]
+            dt = next((r[0] for r in timings if (r[1][0], r[1][1], r[1][3]) == _shape(now)), None)
+            echo(f"{name:6s} {wisdom.file_key(key):>10s}: best {t:.4f} ms {list(cand[0])} threads "
+                 f"{cand[1]} lines {lines} pad {cand[3]}; now {dt if dt is None else round(dt, 4)}"
+                 f" ms; {len(timings)} shapes; worst {timings[-1][0]:.4f} ms")
+            found[key] = {"radices": list(cand[0]), "threads": cand[1], "lines": cand[2],
+                          "pad": cand[3], "gpu_ms": round(t, 5), "elements": batch * length,
+                          "ranking": [[round(r[0], 5), list(r[1][0]), r[1][1], r[1][3]]
+                                      for r in timings[:5]]}
         if save and found:
             echo(f"wrote {wisdom.save(device.info.name, name, found)}")
         found_all[name] = found

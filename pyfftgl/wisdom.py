@@ -1,9 +1,11 @@
 """Per-device kernel shapes measured by `pyfftgl bench --tune`, read by the backends at start-up
 and handed to the planner as Limits.tuned.
 
-A wisdom file is JSON named after the device, {api: {n: {"radices": [...], "threads": t,
-"lines": l, "pad": bool, "gpu_ms": ...}}}. Files shipped in pyfftgl/tuned/ are read first, then
-the user's in <cache dir>/wisdom/ (written by --tune), whose entries win.
+A wisdom file is JSON named after the device, {api: {key: {"radices": [...], "threads": t,
+"lines": l, "pad": bool, "gpu_ms": ...}}}, the key a length n ("1024": measured on contiguous
+lines) or "tiled:n" (measured on the strided passes of a four-step transform). Files shipped in
+pyfftgl/tuned/ are read first, then the user's in <cache dir>/wisdom/ (written by --tune), whose
+entries win.
 """
 from __future__ import annotations
 
@@ -46,23 +48,40 @@ def entries(device_name: str, api: str) -> dict:
     return out
 
 
+TILED = "tiled:"
+
+
+def parse_key(key: str):
+    """A wisdom key as Limits.tuned names it: n, or planner.tiled_key(n) for "tiled:n"."""
+    if key.startswith(TILED):
+        return ("tiled", int(key[len(TILED):]))
+    return int(key)
+
+
+def file_key(key) -> str:
+    """The wisdom file's key for a Limits.tuned key (the inverse of parse_key)."""
+    return f"{TILED}{key[1]}" if isinstance(key, tuple) else str(key)
+
+
 def load(device_name: str, api: str) -> tuple:
-    """Limits.tuned for this device and API: (n, radices, threads, lines, pad) tuples."""
+    """Limits.tuned for this device and API: (key, radices, threads, lines, pad) tuples, the key
+    n or ("tiled", n)."""
     out = []
-    for n, e in entries(device_name, api).items():
+    for key, e in entries(device_name, api).items():
         try:
-            out.append((int(n), tuple(int(r) for r in e["radices"]), int(e["threads"]),
+            out.append((parse_key(key), tuple(int(r) for r in e["radices"]), int(e["threads"]),
                         int(e.get("lines", 0)), bool(e.get("pad", False))))
         except (KeyError, TypeError, ValueError):
             continue  # a malformed entry is ignored, never fatal
-    return tuple(sorted(out))
+    return tuple(sorted(out, key=lambda t: (t[0][1], 1) if isinstance(t[0], tuple) else (t[0], 0)))
 
 
 def save(device_name: str, api: str, found: dict, path: Path | None = None) -> Path:
-    """Merge {n: entry} into the wisdom file at `path` (default: the user's) and return it."""
+    """Merge {key: entry} (keys as Limits.tuned names them) into the wisdom file at `path`
+    (default: the user's) and return it."""
     path = path or user_path(device_name)
     data = _read(path)
-    data.setdefault(api, {}).update({str(n): e for n, e in found.items()})
+    data.setdefault(api, {}).update({file_key(k): e for k, e in found.items()})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True))

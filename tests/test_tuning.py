@@ -67,6 +67,19 @@ def test_planner_follows_a_tuned_entry_and_falls_back_when_it_does_not_fit():
     assert planner.tighter(lim, GPU).tuned == lim.tuned
 
 
+def test_tiled_passes_follow_their_own_entry():
+    contiguous = (1024, (2, 8, 8, 8), 128, 0, False)
+    tiled = (planner.tiled_key(1024), (16, 16, 4), 64, 0, False)
+    lim = dataclasses.replace(GPU, tuned=(contiguous, tiled))
+    assert planner.plan_fft(1024, 100, False, "backward", lim).passes[0].radices == (2, 8, 8, 8)
+    four = planner.plan_fft(1 << 20, 4, False, "backward", lim).passes
+    assert [(p.n, p.radices, p.threads) for p in four] == [(1024, (16, 16, 4), 64)] * 2
+    # without a tiled entry the strided passes take the contiguous one
+    four = planner.plan_fft(1 << 20, 4, False, "backward", dataclasses.replace(
+        GPU, tuned=(contiguous,))).passes
+    assert [(p.n, p.radices, p.threads) for p in four] == [(1024, (2, 8, 8, 8), 128)] * 2
+
+
 def test_wisdom_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
     assert wisdom.device_slug("NVIDIA H200/PCIe/SSE2") == wisdom.device_slug("NVIDIA H200")
@@ -80,6 +93,10 @@ def test_wisdom_round_trip(tmp_path, monkeypatch):
     data["vulkan"]["64"] = {"radices": "bad"}  # malformed entries are ignored, not fatal
     path.write_text(json.dumps(data))
     assert wisdom.load(name, "vulkan") == ((4096, (16, 16, 16), 256, 0, True),)
+    wisdom.save(name, "vulkan", {planner.tiled_key(256): dict(entry, radices=[16, 16])})
+    assert json.loads(path.read_text())["vulkan"]["tiled:256"]["radices"] == [16, 16]
+    assert wisdom.load(name, "vulkan") == ((("tiled", 256), (16, 16), 256, 0, True),
+                                           (4096, (16, 16, 16), 256, 0, True))
     monkeypatch.setenv("PYFFTGL_NO_WISDOM", "1")
     assert wisdom.load(name, "vulkan") == ()
 
@@ -97,3 +114,20 @@ def test_tune_picks_a_measured_shape(backend, tmp_path, monkeypatch):
 def test_submission_floor_is_measured(backend):
     ms = bench.submission_floor_ms(get_device(backend))
     assert 0 < ms < 50
+
+
+def test_tune_times_strided_passes_apart(tmp_path, monkeypatch):
+    # lavapipe's 32 KB of shared memory split 128 * 128 into two strided length-128 passes
+    monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
+    key = planner.tiled_key(128)
+    found = bench.tune((key,), backends=("vulkan",), elements=1 << 15, reps=1,
+                       echo=lambda *a: None)
+    e = found["vulkan"][key]
+    assert int(np.prod(e["radices"])) == 128 and e["ranking"][0][0] == e["gpu_ms"]
+    lim = dataclasses.replace(GPU, max_shared_bytes=32768,
+                              tuned=wisdom.load(get_device("vulkan").info.name, "vulkan"))
+    assert lim.tuned[0][0] == key
+    four = planner.plan_fft(128 * 128, 2, False, "backward", lim).passes
+    assert [p.radices for p in four] == [tuple(e["radices"])] * 2
+    assert planner.plan_fft(128, 2, False, "backward", lim).passes[0].radices == \
+        planner.radices_for(128)  # contiguous lines keep the default
