@@ -119,6 +119,7 @@ def test_submission_floor_is_measured(backend):
 def test_tune_times_strided_passes_apart(tmp_path, monkeypatch):
     # lavapipe's 32 KB of shared memory split 128 * 128 into two strided length-128 passes
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(bench, "TILED_GAIN", 10.0)  # keep the best even if it wins by < 5%
     key = planner.tiled_key(128)
     found = bench.tune((key,), backends=("vulkan",), elements=1 << 15, reps=1,
                        echo=lambda *a: None)
