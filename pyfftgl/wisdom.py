@@ -14,6 +14,7 @@ import os
 import re
 from pathlib import Path
 
+from .planner import tiled_key
 from .shaders import cache_dir
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
@@ -54,7 +55,7 @@ TILED = "tiled:"
 def parse_key(key: str):
     """A wisdom key as Limits.tuned names it: n, or planner.tiled_key(n) for "tiled:n"."""
     if key.startswith(TILED):
-        return ("tiled", int(key[len(TILED):]))
+        return tiled_key(int(key[len(TILED):]))
     return int(key)
 
 
