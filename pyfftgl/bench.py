@@ -401,8 +401,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
         base = replace(device.info.limits, tuned=())
         found = {}
         for key in _progress(sizes, f"tune {name}"):
-            tiled = isinstance(key, tuple)
-            n = key[1] if tiled else key
+            n, tiled = planner.key_length(key)
             length = n * n if tiled else n
             batch = max(1, elements // length)
             bufs = {b: device.buffer(batch * length * planner.COMPLEX64_BYTES, device_only=True)
@@ -416,7 +415,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
                 lim = replace(base, tuned=((key,) + cand,))
                 spec = planner.plan_fft(length, batch, False, "backward", lim)
                 if (len(spec.passes) != (2 if tiled else 1) or any(
-                        p.n != n or _shape(p) != (cand[0], cand[1], cand[3]) for p in spec.passes)):
+                        p.n != n or _shape(p) != _cand_shape(cand) for p in spec.passes)):
                     continue  # does not fit this device as asked
                 small = TransformPlan(planner.plan_fft(length, 3, False, "backward", lim), device,
                                       lim, "backward")
@@ -434,7 +433,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             t, cand, lines = timings[0]
             # the shape the planner takes now, with the wisdom the device started with
             now = planner.plan_fft(length, batch, False, "backward", device.info.limits).passes[0]
-            dt = next((r[0] for r in timings if (r[1][0], r[1][1], r[1][3]) == _shape(now)), None)
+            dt = next((r[0] for r in timings if _cand_shape(r[1]) == _shape(now)), None)
             echo(f"{name:6s} {wisdom.file_key(key):>10s}: best {t:.4f} ms {list(cand[0])} threads "
                  f"{cand[1]} lines {lines} pad {cand[3]}; now {dt if dt is None else round(dt, 4)}"
                  f" ms; {len(timings)} shapes; worst {timings[-1][0]:.4f} ms")
@@ -453,6 +452,11 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
 def _shape(p) -> tuple:
     """(radices, threads per line, padded) of a pass, as a tuned entry names them."""
     return p.radices, p.threads, p.sh_pad
+
+
+def _cand_shape(cand) -> tuple:
+    """The same of a shape_candidates() tuple (radices, threads, lines, pad)."""
+    return cand[0], cand[1], cand[3]
 
 
 def _plot_ratios(ax, records: list[dict]) -> None:

@@ -335,6 +335,11 @@ def tiled_key(n: int) -> tuple[str, int]:
     return ("tiled", n)
 
 
+def key_length(key) -> tuple[int, bool]:
+    """(n, tiled) of a Limits.tuned key: n or tiled_key(n)."""
+    return (key[1], True) if isinstance(key, tuple) else (key, False)
+
+
 def tuned_shape(n: int, limits: Limits, tiled: bool = False):
     """The entry of limits.tuned for length n: (radices, threads, lines, pad), or None. A tiled
     pass takes the entry measured on tiled passes where there is one: the same length's best

@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from .planner import tiled_key
+from .planner import key_length, tiled_key
 from .shaders import cache_dir
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
@@ -61,7 +61,8 @@ def parse_key(key: str):
 
 def file_key(key) -> str:
     """The wisdom file's key for a Limits.tuned key (the inverse of parse_key)."""
-    return f"{TILED}{key[1]}" if isinstance(key, tuple) else str(key)
+    n, tiled = key_length(key)
+    return f"{TILED}{n}" if tiled else str(n)
 
 
 def load(device_name: str, api: str) -> tuple:
@@ -74,7 +75,7 @@ def load(device_name: str, api: str) -> tuple:
                         int(e.get("lines", 0)), bool(e.get("pad", False))))
         except (KeyError, TypeError, ValueError):
             continue  # a malformed entry is ignored, never fatal
-    return tuple(sorted(out, key=lambda t: (t[0][1], 1) if isinstance(t[0], tuple) else (t[0], 0)))
+    return tuple(sorted(out, key=lambda t: key_length(t[0])))
 
 
 def save(device_name: str, api: str, found: dict, path: Path | None = None) -> Path:
