@@ -53,6 +53,9 @@
 #ifndef LOAD_TILED
 #define LOAD_TILED 0
 #endif
+#ifndef LINE_FASTEST
+#define LINE_FASTEST 0
+#endif
 #ifndef STORE_TILED
 #define STORE_TILED 0
 #endif
@@ -261,8 +264,15 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
 
 void main() {
     first_line = flat_group_id(pc.group_base) * LINES;
+#if LINE_FASTEST
+    // Neighbouring invocations work on neighbouring lines: a warp's reads and writes of element
+    // i of LINES lines coalesce where the lines are the memory's fastest index (strided axes),
+    // without a trip of the tile through shared memory.
+    uint tid = gl_LocalInvocationIndex / LINES, ly = gl_LocalInvocationIndex % LINES;
+#else
     uint tid = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
-    uint e0 = ly * THREADS + tid;  // the invocation's first element of tiled moves
+#endif
+    uint e0 = gl_LocalInvocationIndex;  // the invocation's first element of tiled moves
 #if LOAD_TILED
     // Line-fastest order: neighbouring invocations read neighbouring lines' element i. Every
     // load is issued before the first store to shared memory, so each invocation has

@@ -107,3 +107,18 @@ def test_plan_reports_gpu_time(backend):
     assert_accurate(y, np.fft.fft(x.astype(np.complex128)), 1024)
     assert len(plan.passes) == 1 and plan.dispatch_count == 1
     assert "1 pass" in repr(plan)
+
+
+@pytest.mark.parametrize("shape,axis", [((8192, 64), 0), ((2048, 24), 0), ((96, 40, 36), 1),
+                                        ((3, 1000, 10), 1)])
+def test_strided_axes_line_fastest(backend, shape, axis):
+    # Strided axes run line-fastest (planner.StockhamPass.line_fastest): one pass, or a split of
+    # the axis in two (8192), with tiles that do not divide the lines (24, 36, 10 columns).
+    x = random_complex(shape, seed=len(shape))
+    keep = x.copy()
+    n = shape[axis]
+    assert_accurate(pyfftgl.fft(x, axis=axis, backend=backend),
+                    np.fft.fft(x.astype(np.complex128), axis=axis), n)
+    assert_accurate(pyfftgl.ifft(x, axis=axis, backend=backend),
+                    np.fft.ifft(x.astype(np.complex128), axis=axis), n)
+    assert np.array_equal(x, keep)

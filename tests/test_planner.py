@@ -158,3 +158,22 @@ def test_strided_axis_tiles_are_wide_where_they_fit():
         col = spec.passes[0]
         assert col.load_tiled and col.lines == lines
         assert col.shared_bytes <= GPU.max_shared_bytes
+
+
+def test_line_fastest_where_both_ends_are_strided():
+    # one-pass strided axes and the passes of a strided axis split in two (2D, 3D)
+    for shape in ((1024, 1024), (256, 256, 256), (8192, 64)):
+        spec = planner.plan_c2c(shape, tuple(range(len(shape))), False, "backward", GPU)
+        strided = [p for p in spec.passes if p.load_tiled and p.store_tiled]
+        assert strided and all(p.line_fastest for p in strided), shape
+        for p in strided:
+            d = p.defines({t: 0 for t in p.tables()})
+            assert (d["LINE_FASTEST"], d["LOAD_TILED"], d["STORE_TILED"]) == (1, 0, 0)
+    # a 1D four-step: neighbouring lines differ in the four-step digit, so tiles stay
+    spec = planner.plan_fft(2**20, 4, False, "backward", GPU)
+    assert not any(p.line_fastest for p in spec.passes)
+    assert spec.passes[0].defines({t: 0 for t in spec.passes[0].tables()})["LOAD_TILED"] == 1
+    # contiguous rows and the fused real passes never
+    spec = planner.plan_steps((1024, 512), [("r2c", 1, 1024, "backward"),
+                                            ("c2c", 0, False, "backward")], GPU)
+    assert [p.line_fastest for p in spec.passes] == [False, True]
