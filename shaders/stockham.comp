@@ -10,7 +10,9 @@
 //   IN_INDEX(a, i) / OUT_INDEX(a, k): its index along the transformed axis, which IN_LEN / OUT_LEN
 //   bound (reads past the bound are zeros, writes past it are dropped) and PRE_MUL / POST_MUL use.
 // Switches: LOAD_TILED / STORE_TILED move the data between global and shared memory with the
-// LINES lines of a workgroup as the fastest index, so strided accesses coalesce;
+// LINES lines of a workgroup as the fastest index, so strided accesses coalesce; LINE_FASTEST
+// instead numbers the invocations line-fastest, so the stages' own global reads and writes
+// coalesce where both ends are strided;
 // FOURSTEP_TW_N multiplies output k by exp(-+2 pi i FOURSTEP_LINE(a) k / FOURSTEP_TW_N) (the
 // fused twiddle of a four-step pass); PRE_MUL / POST_MUL multiply input / output by a table
 // (Bluestein's chirps and kernel spectrum). SCALE is applied on output.
