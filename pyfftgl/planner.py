@@ -25,9 +25,17 @@ PUSH_NAMES = ("lines_total", "group_base", "in_len", "in_batch", "out_len", "out
 # Lines per workgroup in strided passes: 4 complex64 = 32 bytes, one memory sector per access.
 TILE_LINES = 4
 # A strided axis transformed in one pass takes 8 lines (64 bytes per row) where they fit in shared
-# memory: H200 Vulkan, fftn 256^3 362 -> 318 us. The passes of a four-step split keep 4: there
-# 8 was slower (batched 2^16, 761 -> 881 us).
+# memory: H200 Vulkan, fftn 256^3 362 -> 318 us. The passes of a four-step split keep 4, but see
+# FOURSTEP_TILE_LINES: all of batched 2^16's with 8 were slower (761 -> 881 us).
 AXIS_TILE_LINES = 8
+# The passes of a batched 1D four-step that read and write strided take 8 lines where the line is a
+# power of two and 8 lines fit, and go line-fastest (see StockhamPass.line_fastest); a power-of-two
+# length splits in two such factors where it can. Their rows are a power of two apart, which may
+# crowd the same memory partitions; 64-byte rows halve the rows a warp touches. H200, Vulkan / GL:
+# batched 2^22 1.40 -> 1.24 / 2.42 -> 2.29 ms, 2^16 0.757 -> 0.751 / 1.35 -> 1.29 ms, 8192 3-4%
+# faster on both. A 384-point pass ran 25% slower with 8 lines, so other lengths keep TILE_LINES;
+# three wide factors instead of two narrower ones won at 2^20 (8%) but lost at 2^19 (10%).
+FOURSTEP_TILE_LINES = 8
 # Complex values an invocation keeps in registers: aim for REGISTER_TARGET, never above MAX.
 REGISTER_TARGET = 32
 MAX_REGISTERS = 64
@@ -183,13 +191,23 @@ class StockhamPass:
     @property
     def line_fastest(self) -> bool:
         """Invocations take neighbouring lines (LINE_FASTEST in stockham.comp) instead of moving
-        tiles through shared memory, where both ends of the pass are strided. Not where
-        neighbouring lines differ in the four-step digit (the passes of a 1D four-step): their
-        twiddle reads would scatter. H200 Vulkan: fft2 2048^2 93 -> 77 us, 4096^2 298 -> 282 us,
-        fftn 256^3 316 -> 298 us, rfft2 2048^2 56 -> 48 us; the 1D four-step passes were 3-7%
-        slower line-fastest."""
+        tiles through shared memory, where both ends of the pass are strided. H200 Vulkan: fft2
+        2048^2 93 -> 77 us, 4096^2 298 -> 282 us, fftn 256^3 316 -> 298 us, rfft2 2048^2 56 ->
+        48 us. Where neighbouring lines differ in the four-step digit (a batched 1D four-step),
+        only with 8 lines or more per workgroup, and with the twiddle tables digit-fastest: with
+        4 lines the tiles were faster (2^22 first pass 667 us tiled, 739 us line-fastest), with
+        8 or more line-fastest was (that pass 509 us; Bluestein 4099's first passes 25% faster)."""
         return (self.load_tiled and self.store_tiled and not (self.real_pack or self.real_unpack)
-                and (not self.fourstep_n or self.line_dims[0] >= self.lines))
+                and (not self.fourstep_n or self.line_dims[0] >= self.lines
+                     or self.lines >= FOURSTEP_TILE_LINES))
+
+    @property
+    def digit_fastest(self) -> bool:
+        """The four-step twiddle tables hold W^(d k) with the line digit d fastest, for passes
+        whose neighbouring invocations take neighbouring values of d (line-fastest, fewer inner
+        lines than a workgroup's): read d-major, a warp's twiddle reads scattered over as many
+        rows as it had lines (line-fastest with d-major tables was 3-7% slower than tiles)."""
+        return bool(self.fourstep_n) and self.line_fastest and self.line_dims[0] < self.lines
 
     @property
     def uses_shared(self) -> bool:
@@ -215,8 +233,8 @@ class StockhamPass:
 
     def fourstep_tables(self) -> tuple[tuple, tuple]:
         """The two halves of the fused four-step twiddle: (lo, hi) keys."""
-        f, lines = self.fourstep_n, self.line_dims[self.fourstep_digit]
-        return ("fourstep_lo", f, lines), ("fourstep_hi", f, lines, self.n)
+        f, lines, df = self.fourstep_n, self.line_dims[self.fourstep_digit], self.digit_fastest
+        return ("fourstep_lo", f, lines, df), ("fourstep_hi", f, lines, df, self.n)
 
     def tables(self) -> list[tuple]:
         """The host tables this pass reads (see plan.build_table)."""
@@ -265,6 +283,8 @@ class StockhamPass:
             d["FOURSTEP_LO"] = f"{offsets[lo]}u"
             d["FOURSTEP_HI"] = f"{offsets[hi]}u"
             d["FOURSTEP_LINE(a)"] = f"(a).d{self.fourstep_digit}"
+            if self.digit_fastest:
+                d["FOURSTEP_DIGITS"] = f"{lo[2]}u"
         if self.pre_mul is not None:
             d["PRE_MUL"] = f"{offsets[self.pre_mul]}u"
         if self.post_mul is not None:
@@ -508,13 +528,28 @@ def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | No
     fmax = limits.max_shared_bytes // (COMPLEX64_BYTES * TILE_LINES)
     ok = [d for d in range(2, min(n, fmax) + 1) if n % d == 0 and
           stockham_pass(d, False, 1.0, limits, tile_lines=TILE_LINES) is not None]
+    if not tiled and n & (n - 1) == 0:  # two factors that take FOURSTEP_TILE_LINES, if n has them
+        best = _balanced(n, [d for d in ok if _wide_tiles(d, limits)], triples=False)
+        if best:
+            return best
+    return _balanced(n, ok)
+
+
+def _wide_tiles(n: int, limits: Limits) -> bool:
+    """Whether a strided pass of length n in a batched 1D four-step takes FOURSTEP_TILE_LINES."""
+    return n & (n - 1) == 0 and stockham_pass(
+        n, False, 1.0, limits, tile_lines=FOURSTEP_TILE_LINES) is not None
+
+
+def _balanced(n: int, ok: list[int], triples: bool = True) -> list[int] | None:
+    """n as two, else three, factors from `ok`, the largest as small as can be; None if none."""
     best = None
     for a in ok:
         if n // a in ok:
             cand = [a, n // a]
             if best is None or max(cand) < max(best):
                 best = cand
-    if best:
+    if best or not triples:
         return best
     for a in ok:
         for b in ok:
@@ -542,6 +577,9 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
     tiled = inner > 1
     t = TILE_LINES
     work = AxisView(n * inner, inner)
+
+    def both(m):  # the tile of a length-m pass strided at both ends
+        return FOURSTEP_TILE_LINES if not tiled and _wide_tiles(m, limits) else t
     if len(factors) == 1:
         kw = dict(line_dims=(inner, 1, 1), src=src.layout((1, 0, 0), 1, (0, 0, 0), 1),
                   dst=dst.layout((1, 0, 0), 1, (0, 0, 0), 1), load_tiled=tiled,
@@ -551,7 +589,7 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
                                       **kw)]
     if len(factors) == 2:
         n1, n2 = factors
-        a = stockham_pass(n2, inverse, 1.0, limits, tile_lines=t, line_dims=(inner, n1, 1),
+        a = stockham_pass(n2, inverse, 1.0, limits, tile_lines=both(n2), line_dims=(inner, n1, 1),
                           src=src.layout((1, src.e, 0), n1, (0, 1, 0), n1),
                           dst=work.layout((1, inner, 0), n1, (0, 1, 0), n1),
                           load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
@@ -562,11 +600,11 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
         return [a, b]
     n1, n2, n3 = factors
     pp = n1 * n2
-    a = stockham_pass(n3, inverse, 1.0, limits, tile_lines=t, line_dims=(inner, pp, 1),
+    a = stockham_pass(n3, inverse, 1.0, limits, tile_lines=both(n3), line_dims=(inner, pp, 1),
                       src=src.layout((1, src.e, 0), pp, (0, 1, 0), pp),
                       dst=work.layout((1, inner, 0), pp, (0, 1, 0), pp),
                       load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
-    b = stockham_pass(n2, inverse, 1.0, limits, tile_lines=t, line_dims=(inner, n1, n3),
+    b = stockham_pass(n2, inverse, 1.0, limits, tile_lines=both(n2), line_dims=(inner, n1, n3),
                       src=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
                       dst=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
                       load_tiled=True, store_tiled=True, fourstep_n=pp)

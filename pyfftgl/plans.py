@@ -52,11 +52,13 @@ def build_table(key: tuple) -> np.ndarray:
         rk = np.arange(1, radix, dtype=np.int64)[:, None] * np.arange(ns, dtype=np.int64)
         return np.exp(-2j * np.pi * rk.ravel().astype(np.float64) / (radix * ns)).astype(np.complex64)
     if kind in ("fourstep_lo", "fourstep_hi"):
-        # W_n^(d k) = hi[d, k // L] * lo[d, k % L] for line digits d < lines, k < length
-        n, lines, ln = key[1], key[2], planner.FOURSTEP_LO_LEN
+        # W_n^(d k) = hi[d, k // L] * lo[d, k % L] for line digits d < lines, k < length;
+        # digit-fastest tables (StockhamPass.digit_fastest) are stored transposed, [k][d]
+        n, lines, digit_fastest, ln = key[1], key[2], key[3], planner.FOURSTEP_LO_LEN
         k = (np.arange(ln, dtype=np.int64) if kind == "fourstep_lo"
-             else ln * np.arange(-(-key[3] // ln), dtype=np.int64))
+             else ln * np.arange(-(-key[4] // ln), dtype=np.int64))
         m = (np.arange(lines, dtype=np.int64)[:, None] * k) % n  # exact, then one rounding
+        m = m.T if digit_fastest else m
         return np.exp(-2j * np.pi * m.ravel().astype(np.float64) / n).astype(np.complex64)
     if kind == "chirp":
         return bluestein_chirp(key[1], key[2])

@@ -22,7 +22,8 @@
 // transaction per cache line it touches, and twiddle reads outnumber the data's):
 //   each stage's own twiddles at the STAGE macro's offset: W_{Ns R}^(r k) at (r - 1) Ns + k;
 //   the four-step twiddle W^(d k), k = L kh + kl (L = FOURSTEP_LO_LEN), as
-//   FOURSTEP_HI[d KH + kh] * FOURSTEP_LO[L d + kl];
+//   FOURSTEP_HI[d KH + kh] * FOURSTEP_LO[L d + kl], or with FOURSTEP_DIGITS (line-fastest passes
+//   whose neighbouring lines have neighbouring d) digit-fastest: HI[kh D + d] * LO[kl D + d];
 //   at PRE_MUL / POST_MUL theirs.
 
 #include "common.glsl"
@@ -169,8 +170,15 @@ vec2 load(uint line, uint i) {
 // The twiddle W^(d k) of a four-step pass, from the two-level table: invocations with
 // neighbouring k (and the same line digit d) read neighbouring LO entries and one HI entry.
 vec2 fourstep_twiddle(uint d, uint k) {
+#ifdef FOURSTEP_DIGITS
+    // Tables stored [k][d] (FOURSTEP_DIGITS values of d): line-fastest invocations have
+    // neighbouring d, so their reads stay neighbours.
+    vec2 w = cmul(table[FOURSTEP_HI + (k / FOURSTEP_LO_LEN) * FOURSTEP_DIGITS + d],
+                  table[FOURSTEP_LO + (k % FOURSTEP_LO_LEN) * FOURSTEP_DIGITS + d]);
+#else
     vec2 w = cmul(table[FOURSTEP_HI + d * FOURSTEP_KH + k / FOURSTEP_LO_LEN],
                   table[FOURSTEP_LO + d * FOURSTEP_LO_LEN + k % FOURSTEP_LO_LEN]);
+#endif
 #if INVERSE
     w.y = -w.y;
 #endif

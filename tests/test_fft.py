@@ -122,3 +122,16 @@ def test_strided_axes_line_fastest(backend, shape, axis):
     assert_accurate(pyfftgl.ifft(x, axis=axis, backend=backend),
                     np.fft.ifft(x.astype(np.complex128), axis=axis), n)
     assert np.array_equal(x, keep)
+
+
+@pytest.mark.parametrize("n", [8192, 2**16])
+def test_batched_four_step_line_fastest(backend, n):
+    # The first pass of these four-steps runs line-fastest with its twiddle tables stored
+    # digit-fastest (planner.StockhamPass.digit_fastest), forward and inverse.
+    x = random_complex((3, n), seed=n % 97)
+    keep = x.copy()
+    plan = pyfftgl.FFTPlan(n, 3, False, backend=backend)
+    assert plan.passes[0].digit_fastest
+    assert_accurate(plan.execute(x), np.fft.fft(x.astype(np.complex128)), n)
+    assert_accurate(pyfftgl.ifft(x, backend=backend), np.fft.ifft(x.astype(np.complex128)), n)
+    assert np.array_equal(x, keep)

@@ -169,10 +169,30 @@ def test_line_fastest_where_both_ends_are_strided():
         for p in strided:
             d = p.defines({t: 0 for t in p.tables()})
             assert (d["LINE_FASTEST"], d["LOAD_TILED"], d["STORE_TILED"]) == (1, 0, 0)
-    # a 1D four-step: neighbouring lines differ in the four-step digit, so tiles stay
-    spec = planner.plan_fft(2**20, 4, False, "backward", GPU)
-    assert not any(p.line_fastest for p in spec.passes)
-    assert spec.passes[0].defines({t: 0 for t in spec.passes[0].tables()})["LOAD_TILED"] == 1
+    # a 1D four-step: neighbouring lines differ in the four-step digit. Line-fastest, with the
+    # twiddle tables stored digit-fastest, where a workgroup holds 8 lines or more: power-of-two
+    # passes strided at both ends take 8 where they fit (2^16, both passes of 2^22 that read
+    # strided), short lines have many anyway (Bluestein 4099's 96); 1024 (2^20) and 384 (65537)
+    # keep tiles of 4 and 5 lines.
+    def shapes(n):
+        spec = planner.plan_fft(n, 4, False, "backward", GPU)
+        return [(p.n, p.lines, p.line_fastest, p.digit_fastest) for p in spec.passes]
+    assert shapes(2**16) == [(256, 8, True, True), (256, 4, False, False)]
+    assert shapes(2**22) == [(256, 8, True, True), (256, 8, True, True), (64, 16, False, False)]
+    assert shapes(4099)[0] == (96, 21, True, True)
+    assert shapes(2**20) == [(1024, 4, False, False)] * 2
+    assert shapes(65537)[0] == (384, 5, False, False)
+    first = planner.plan_fft(2**16, 4, False, "backward", GPU).passes[0]
+    d = first.defines({t: 0 for t in first.tables()})
+    assert d["LOAD_TILED"] == 0 and d["LINE_FASTEST"] == 1 and d["FOURSTEP_DIGITS"] == "256u"
+    assert [t[3] for t in first.fourstep_tables()] == [True, True]
+    # a power of two splits in two factors that take 8 lines where it can (2^18: 512 x 512 fits
+    # 48 KB), else as before (2^20: 1024 x 1024, not three passes)
+    assert planner._fast_factors(2**18, GPU) == [512, 512]
+    assert planner._fast_factors(2**20, GPU) == [1024, 1024]
+    spec = planner.plan_c2c((8192, 64), (0, 1), False, "backward", GPU)
+    assert spec.passes[0].fourstep_n and not spec.passes[0].digit_fastest
+    assert "FOURSTEP_DIGITS" not in spec.passes[0].defines({t: 0 for t in spec.passes[0].tables()})
     # contiguous rows and the fused real passes never
     spec = planner.plan_steps((1024, 512), [("r2c", 1, 1024, "backward"),
                                             ("c2c", 0, False, "backward")], GPU)
