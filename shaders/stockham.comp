@@ -118,7 +118,19 @@ uint swizzle_m(const uint R, const uint Ns) {
 }
 uint swizzle(uint p, const uint m) { return p ^ (((p >> 4u) * m) & 15u); }
 
-#if USES_SHARED
+// SH_HALVES: the exchanges between stages move the real parts, then the imaginary parts, through
+// a float array half the size (two more barriers per exchange), for lines whose vec2 array would
+// limit the workgroups an SM holds. Only between stages: tiles and the real unpack need vec2.
+#ifndef SH_HALVES
+#define SH_HALVES 0
+#endif
+#if SH_HALVES && (LOAD_TILED || STORE_VIA_SHARED)
+#error "SH_HALVES is for the exchanges between stages only"
+#endif
+#if USES_SHARED && SH_HALVES
+shared float shf[LINES * SH_LINE];
+#define SHF(l, p) shf[(l) * SH_LINE + SHI(p)]
+#elif USES_SHARED
 shared vec2 sh[LINES * SH_LINE];
 #endif
 
@@ -224,7 +236,10 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
         uint j = tid + b * THREADS;
         if (whole || j < span) {
             UNROLL for (uint r = 0u; r < R; r++) {
-#if USES_SHARED
+#if USES_SHARED && SH_HALVES
+                if (from_sh) v[b * R + r].x = SHF(ly, swizzle(j + r * span, m_in));
+                else
+#elif USES_SHARED
                 if (from_sh) v[b * R + r] = SH(ly, swizzle(j + r * span, m_in));
                 else
 #endif
@@ -232,6 +247,30 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
             }
         }
     }
+#if USES_SHARED && SH_HALVES
+    if (from_sh) {
+        // The real parts are in; the previous stage's imaginary parts, still in v[].y where it
+        // left them, go where its real parts went, and come back in this stage's order.
+        barrier();
+        const uint ns_p = Ns / prev_r, span_p = N / prev_r;
+        UNROLL for (uint b = 0u; b < (span_p + THREADS - 1u) / THREADS; b++) {
+            uint j = tid + b * THREADS;
+            if (span_p % THREADS == 0u || j < span_p) {
+                uint out0 = (j / ns_p) * ns_p * prev_r + j % ns_p;
+                UNROLL for (uint r = 0u; r < prev_r; r++)
+                    SHF(ly, swizzle(out0 + r * ns_p, m_in)) = v[b * prev_r + r].y;
+            }
+        }
+        barrier();
+        UNROLL for (uint b = 0u; b < nb; b++) {
+            uint j = tid + b * THREADS;
+            if (whole || j < span) {
+                UNROLL for (uint r = 0u; r < R; r++)
+                    v[b * R + r].y = SHF(ly, swizzle(j + r * span, m_in));
+            }
+        }
+    }
+#endif
 #if USES_SHARED
     // Everyone has read this stage's inputs before anyone overwrites shared memory.
     if (from_sh && to_sh) barrier();
@@ -259,7 +298,10 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
             }
 #endif
             UNROLL for (uint r = 0u; r < R; r++) {
-#if USES_SHARED
+#if USES_SHARED && SH_HALVES
+                if (to_sh) SHF(ly, swizzle(out0 + r * Ns, m_out)) = v[o + r].x;
+                else
+#elif USES_SHARED
                 if (to_sh) SH(ly, swizzle(out0 + r * Ns, m_out)) = v[o + r];
                 else
 #endif

@@ -197,3 +197,20 @@ def test_line_fastest_where_both_ends_are_strided():
     spec = planner.plan_steps((1024, 512), [("r2c", 1, 1024, "backward"),
                                             ("c2c", 0, False, "backward")], GPU)
     assert [p.line_fastest for p in spec.passes] == [False, True]
+
+
+def test_exchanges_in_halves_where_shared_memory_holds_only_them():
+    # Contiguous passes and line-fastest ones exchange real and imaginary parts in turn
+    # (SH_HALVES); tiles moved through shared memory and the fused real unpack keep vec2.
+    spec = planner.plan_fft(4096, 4, False, "backward", GPU)
+    assert [p.sh_halves for p in spec.passes] == [True]
+    assert spec.passes[0].defines()["SH_HALVES"] == 1
+    spec = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU)
+    assert [(p.line_fastest, p.sh_halves) for p in spec.passes] == [(True, True), (False, True)]
+    spec = planner.plan_fft(2**20, 4, False, "backward", GPU)  # tiled four-step passes
+    assert not any(p.sh_halves for p in spec.passes)
+    spec = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU)  # fused unpack
+    assert spec.passes[0].real_unpack and not spec.passes[0].sh_halves
+    assert planner.plan_fft(64, 4, False, "backward", GPU).passes[0].sh_halves
+    # one stage: no exchange at all
+    assert not planner.StockhamPass(16, (16,), 1, 16, False, 1.0).sh_halves
