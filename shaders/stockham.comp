@@ -12,7 +12,8 @@
 // Switches: LOAD_TILED / STORE_TILED move the data between global and shared memory with the
 // LINES lines of a workgroup as the fastest index, so strided accesses coalesce; LINE_FASTEST
 // instead numbers the invocations line-fastest, so the stages' own global reads and writes
-// coalesce where both ends are strided;
+// coalesce where both ends are strided; SH_HALVES exchanges real and imaginary parts in turn
+// through half the shared memory;
 // FOURSTEP_TW_N multiplies output k by exp(-+2 pi i FOURSTEP_LINE(a) k / FOURSTEP_TW_N) (the
 // fused twiddle of a four-step pass); PRE_MUL / POST_MUL multiply input / output by a table
 // (Bluestein's chirps and kernel spectrum). SCALE is applied on output.
