@@ -218,13 +218,16 @@ class StockhamPass:
         96% of copy; 122 -> 80 registers), 3125 0.515 -> 0.341, 1536 0.324 -> 0.278, 2048 0.307
         -> 0.281, 1024 0.299 -> 0.288; fft2 4096^2 281 -> 235 us. The shapes are still sized by
         the vec2 footprint (shared_bytes)."""
-        return len(self.radices) > 1 and not self.real_unpack and not (
-            (self.load_tiled or self.store_tiled) and not self.line_fastest)
+        return len(self.radices) > 1 and not self.real_unpack and not self.tiles_in_shared
+
+    @property
+    def tiles_in_shared(self) -> bool:
+        """Strided ends are moved as tiles through shared memory (not line-fastest)."""
+        return (self.load_tiled or self.store_tiled) and not self.line_fastest
 
     @property
     def uses_shared(self) -> bool:
-        return len(self.radices) > 1 or ((self.load_tiled or self.store_tiled)
-                                         and not self.line_fastest)
+        return len(self.radices) > 1 or self.tiles_in_shared
 
     @property
     def sh_line(self) -> int:
@@ -574,6 +577,16 @@ def _balanced(n: int, ok: list[int], triples: bool = True) -> list[int] | None:
     return best
 
 
+def _tiled_pass(n: int, inverse: bool, scale: float, limits: Limits, tiles: tuple,
+                **kw) -> StockhamPass | None:
+    """stockham_pass with the first of `tiles` (lines per workgroup, widest first) that fits."""
+    for t in tiles:
+        p = stockham_pass(n, inverse, scale, limits, tile_lines=t, **kw)
+        if p is not None:
+            return p
+    return None
+
+
 def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, limits: Limits,
            src: AxisView, dst: AxisView, pre_mul=None, post_mul=None) -> list[StockhamPass]:
     """The passes of a length-n transform along an axis, factored as `factors` (1 to 3).
@@ -592,21 +605,20 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
     t = TILE_LINES
     work = AxisView(n * inner, inner)
 
-    def both(m):  # the tile of a length-m pass strided at both ends
-        return FOURSTEP_TILE_LINES if not tiled and _wide_tiles(m, limits) else t
+    def both(m):  # lines per workgroup to try for a length-m pass strided at both ends
+        return (FOURSTEP_TILE_LINES, t) if not tiled and m & (m - 1) == 0 else (t,)
     if len(factors) == 1:
         kw = dict(line_dims=(inner, 1, 1), src=src.layout((1, 0, 0), 1, (0, 0, 0), 1),
                   dst=dst.layout((1, 0, 0), 1, (0, 0, 0), 1), load_tiled=tiled,
                   store_tiled=tiled, pre_mul=pre_mul, post_mul=post_mul)
-        wide = tiled and stockham_pass(n, inverse, scale, limits, tile_lines=AXIS_TILE_LINES, **kw)
-        return [wide or stockham_pass(n, inverse, scale, limits, tile_lines=t if tiled else None,
-                                      **kw)]
+        return [_tiled_pass(n, inverse, scale, limits, (AXIS_TILE_LINES, t) if tiled else (None,),
+                            **kw)]
     if len(factors) == 2:
         n1, n2 = factors
-        a = stockham_pass(n2, inverse, 1.0, limits, tile_lines=both(n2), line_dims=(inner, n1, 1),
-                          src=src.layout((1, src.e, 0), n1, (0, 1, 0), n1),
-                          dst=work.layout((1, inner, 0), n1, (0, 1, 0), n1),
-                          load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
+        a = _tiled_pass(n2, inverse, 1.0, limits, both(n2), line_dims=(inner, n1, 1),
+                        src=src.layout((1, src.e, 0), n1, (0, 1, 0), n1),
+                        dst=work.layout((1, inner, 0), n1, (0, 1, 0), n1),
+                        load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
         b = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n2, 1),
                           src=work.layout((1, n1 * inner, 0), 1, (0, 0, 0), 1),
                           dst=dst.layout((1, dst.e, 0), n2, (0, 1, 0), n2),
@@ -614,14 +626,14 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
         return [a, b]
     n1, n2, n3 = factors
     pp = n1 * n2
-    a = stockham_pass(n3, inverse, 1.0, limits, tile_lines=both(n3), line_dims=(inner, pp, 1),
-                      src=src.layout((1, src.e, 0), pp, (0, 1, 0), pp),
-                      dst=work.layout((1, inner, 0), pp, (0, 1, 0), pp),
-                      load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
-    b = stockham_pass(n2, inverse, 1.0, limits, tile_lines=both(n2), line_dims=(inner, n1, n3),
-                      src=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
-                      dst=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
-                      load_tiled=True, store_tiled=True, fourstep_n=pp)
+    a = _tiled_pass(n3, inverse, 1.0, limits, both(n3), line_dims=(inner, pp, 1),
+                    src=src.layout((1, src.e, 0), pp, (0, 1, 0), pp),
+                    dst=work.layout((1, inner, 0), pp, (0, 1, 0), pp),
+                    load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
+    b = _tiled_pass(n2, inverse, 1.0, limits, both(n2), line_dims=(inner, n1, n3),
+                    src=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
+                    dst=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
+                    load_tiled=True, store_tiled=True, fourstep_n=pp)
     c = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n3, n2),
                       src=work.layout((1, pp * inner, n1 * inner), 1, (0, 0, 0), 1),
                       dst=dst.layout((1, dst.e, n3 * dst.e), n3 * n2, (0, 1, n3), n3 * n2),

@@ -214,6 +214,9 @@ void store(uint line, uint k, vec2 x) {
     dst[OUT_ADDR(a, k)] = x * SCALE;
 }
 
+// Where butterfly j of a radix-R stage with stride Ns writes its output r = 0: r goes Ns further.
+uint stage_out(uint j, const uint R, const uint Ns) { return (j / Ns) * Ns * R + j % Ns; }
+
 // One radix-R Stockham stage with Ns = product of the earlier radices. Butterfly j reads
 // x[j + r*N/R] and writes y[(j / Ns) * Ns * R + j % Ns + r * Ns], twiddled by W_{Ns R}^{r (j % Ns)}
 // from the stage's table at tw. from_sh / to_sh: whether the stage reads / writes shared memory
@@ -257,7 +260,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
         UNROLL for (uint b = 0u; b < (span_p + THREADS - 1u) / THREADS; b++) {
             uint j = tid + b * THREADS;
             if (span_p % THREADS == 0u || j < span_p) {
-                uint out0 = (j / ns_p) * ns_p * prev_r + j % ns_p;
+                uint out0 = stage_out(j, prev_r, ns_p);
                 UNROLL for (uint r = 0u; r < prev_r; r++)
                     SHF(ly, swizzle(out0 + r * ns_p, m_in)) = v[b * prev_r + r].y;
             }
@@ -291,7 +294,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
                 }
             }
             dft(R, o);
-            uint out0 = (j / Ns) * Ns * R + k;
+            uint out0 = stage_out(j, R, Ns);
 #ifdef FOURSTEP_TW_N
             if (last) {
                 UNROLL for (uint r = 0u; r < R; r++)

@@ -12,7 +12,6 @@
    access and stage masks as plain Vulkan flag integers. Without it, the only way to order one
    dispatch after another was to record a device-to-staging copy in between (see
    pyfftgl/backends/vulkan.py).
-
 4. Sequence::evalAwait polls the fence for up to 2 ms before blocking in vkWaitForFences. On
    NVIDIA's driver a blocking wait on work that takes a few hundred microseconds often woke late:
    a 260 us batched FFT took 308 us per call at best but 491 us at the median (GL's glFinish:
