@@ -20,6 +20,7 @@ _ODD_SQUARES = (9, 25, 49)
 # Invocations per workgroup we aim for: enough to hide latency, small enough for every driver.
 TARGET_INVOCATIONS = 256
 COMPLEX64_BYTES = 8
+FLOAT_BYTES = 4
 # The uint32 push constants of stockham.comp, in order.
 PUSH_NAMES = ("lines_total", "group_base", "in_len", "in_batch", "out_len", "out_batch")
 # Lines per workgroup in strided passes: 4 complex64 = 32 bytes, one memory sector per access.
@@ -216,8 +217,7 @@ class StockhamPass:
         per exchange. Everywhere it can: not where tiles or the real unpack go through shared
         memory as vec2. H200 Vulkan, batched over 2^26 elements: N = 4096 0.415 -> 0.272 ms (63 ->
         96% of copy; 122 -> 80 registers), 3125 0.515 -> 0.341, 1536 0.324 -> 0.278, 2048 0.307
-        -> 0.281, 1024 0.299 -> 0.288; fft2 4096^2 281 -> 235 us. The shapes are still sized by
-        the vec2 footprint (shared_bytes)."""
+        -> 0.281, 1024 0.299 -> 0.288; fft2 4096^2 281 -> 235 us."""
         return len(self.radices) > 1 and not self.real_unpack and not self.tiles_in_shared
 
     @property
@@ -236,8 +236,10 @@ class StockhamPass:
 
     @property
     def shared_bytes(self) -> int:
-        """The shared memory the shape is sized by: a vec2 per slot (sh_halves uses half)."""
-        return self.lines * self.sh_line * COMPLEX64_BYTES if self.uses_shared else 0
+        """The shared memory the kernel declares: a vec2 per slot, a float with sh_halves."""
+        if not self.uses_shared:
+            return 0
+        return self.lines * self.sh_line * (FLOAT_BYTES if self.sh_halves else COMPLEX64_BYTES)
 
     @property
     def invocations(self) -> int:
@@ -411,9 +413,11 @@ def _registers(n: int, radices, threads: int) -> int:
 
 
 def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: bool,
-               tuned: tuple | None = None, stagger: bool = True) -> tuple[int, int]:
+               tuned: tuple | None = None, stagger: bool = True,
+               slot_bytes: int = COMPLEX64_BYTES) -> tuple[int, int]:
     """(threads per line, lines per workgroup) for a line of length n; `tuned` = (threads,
-    lines) measured on this device (lines 0: the default)."""
+    lines) measured on this device (lines 0: the default); `slot_bytes`: shared memory per
+    slot (FLOAT_BYTES where the exchanges go in halves)."""
     cap = min(limits.max_invocations, limits.max_group_size[0])
     rmax = max(radices, default=1)
     if tuned:
@@ -436,18 +440,25 @@ def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: b
         lines = max(1, TARGET_INVOCATIONS // threads)
     lines = min(lines, limits.max_group_size[1], max(1, limits.max_invocations // threads))
     if len(radices) > 1 or lines_wanted is not None:
-        while lines > 1 and (lines * _sh_line(n, lines, pad, stagger) * COMPLEX64_BYTES
+        while lines > 1 and (lines * _sh_line(n, lines, pad, stagger) * slot_bytes
                              > limits.max_shared_bytes):
             lines -= 1
     return threads, lines
 
 
 def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
-                  tile_lines: int | None = None, **kw) -> StockhamPass | None:
+                  tile_lines: int | None = None, halves: bool = True, **kw
+                  ) -> StockhamPass | None:
     """The one-dispatch pass for length n, or None if n does not fit one workgroup here.
 
     tile_lines: a pass with strided (tiled) accesses needs that many lines per workgroup, all
     in shared memory at once.
+    halves: where the pass exchanges in halves (StockhamPass.sh_halves), size it by that
+    footprint: twice the lines, or twice the length, fit. Off for strided axes (inner extent >
+    1), whose narrower tiles ran slower (H200 Vulkan: fft2 2048^2 with its columns in one pass
+    of 4-line tiles 70.3 -> 74.7 us against two passes; rfft2 1024^2's columns in 8-line tiles
+    17.6 -> 18.1 us, GL 18.4 -> 20.3 us). On: the 1D four-step passes of 1024 take 8-line
+    tiles (2^20: 1.14 -> 0.97 ms), and 8192 runs in one pass (0.71 -> 0.56 ms over 2^26).
     """
     tuned = tuned_shape(n, limits, tiled=tile_lines is not None)
     radices = tuple(tuned[0]) if tuned else radices_for(n)
@@ -455,16 +466,20 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
         return None
     pad = bool(tuned[3]) if tuned else SH_PAD
     shape = tuned and tuned[1:3]
-    # The padding, then the stagger, may be what does not fit.
+    # The padding, then the stagger, may be what does not fit; each is sized for halves first.
     for pad, stagger in ((True, True),) * pad + ((False, True), (False, False)):
         stagger = stagger and (pad or tile_lines is not None)
-        threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger)
-        p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
-                         sh_stagger=stagger, **kw)
-        if not p.uses_shared or (p.shared_bytes <= limits.max_shared_bytes
-                                 and not (tile_lines and p.lines < tile_lines)):
-            break
-        shape = (threads, 0)  # unpadded: the same invocations, the default lines
+        for slot in (FLOAT_BYTES, COMPLEX64_BYTES) if halves else (COMPLEX64_BYTES,):
+            threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger, slot)
+            p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
+                             sh_stagger=stagger, **kw)
+            if not p.uses_shared or (p.shared_bytes <= limits.max_shared_bytes
+                                     and not (tile_lines and p.lines < tile_lines)):
+                break
+        else:
+            shape = (threads, 0)  # unpadded: the same invocations, the default lines
+            continue
+        break
     else:
         return None
     # Registers per invocation stay bounded: beyond ~64 complex values the compiler spills.
@@ -538,13 +553,14 @@ def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | No
 
     `tiled`: the single pass must move whole tiles of lines through shared memory (a strided axis).
     """
-    if stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES if tiled else None) is not None:
+    if stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES if tiled else None,
+                     halves=not tiled) is not None:
         return [n]
     if radices_for(n) is None:
         return None
     fmax = limits.max_shared_bytes // (COMPLEX64_BYTES * TILE_LINES)
     ok = [d for d in range(2, min(n, fmax) + 1) if n % d == 0 and
-          stockham_pass(d, False, 1.0, limits, tile_lines=TILE_LINES) is not None]
+          stockham_pass(d, False, 1.0, limits, tile_lines=TILE_LINES, halves=not tiled) is not None]
     if not tiled and n & (n - 1) == 0:  # two factors that take FOURSTEP_TILE_LINES, if n has them
         best = _balanced(n, [d for d in ok if _wide_tiles(d, limits)], triples=False)
         if best:
@@ -610,7 +626,7 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
     if len(factors) == 1:
         kw = dict(line_dims=(inner, 1, 1), src=src.layout((1, 0, 0), 1, (0, 0, 0), 1),
                   dst=dst.layout((1, 0, 0), 1, (0, 0, 0), 1), load_tiled=tiled,
-                  store_tiled=tiled, pre_mul=pre_mul, post_mul=post_mul)
+                  store_tiled=tiled, pre_mul=pre_mul, post_mul=post_mul, halves=not tiled)
         return [_tiled_pass(n, inverse, scale, limits, (AXIS_TILE_LINES, t) if tiled else (None,),
                             **kw)]
     if len(factors) == 2:
@@ -618,26 +634,28 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
         a = _tiled_pass(n2, inverse, 1.0, limits, both(n2), line_dims=(inner, n1, 1),
                         src=src.layout((1, src.e, 0), n1, (0, 1, 0), n1),
                         dst=work.layout((1, inner, 0), n1, (0, 1, 0), n1),
-                        load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
+                        load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul,
+                        halves=not tiled)
         b = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n2, 1),
                           src=work.layout((1, n1 * inner, 0), 1, (0, 0, 0), 1),
                           dst=dst.layout((1, dst.e, 0), n2, (0, 1, 0), n2),
-                          load_tiled=tiled, store_tiled=True, post_mul=post_mul)
+                          load_tiled=tiled, store_tiled=True, post_mul=post_mul, halves=not tiled)
         return [a, b]
     n1, n2, n3 = factors
     pp = n1 * n2
     a = _tiled_pass(n3, inverse, 1.0, limits, both(n3), line_dims=(inner, pp, 1),
                     src=src.layout((1, src.e, 0), pp, (0, 1, 0), pp),
                     dst=work.layout((1, inner, 0), pp, (0, 1, 0), pp),
-                    load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul)
+                    load_tiled=True, store_tiled=True, fourstep_n=n, pre_mul=pre_mul,
+                    halves=not tiled)
     b = _tiled_pass(n2, inverse, 1.0, limits, both(n2), line_dims=(inner, n1, n3),
                     src=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
                     dst=work.layout((1, inner, pp * inner), n1, (0, 0, 0), 1),
-                    load_tiled=True, store_tiled=True, fourstep_n=pp)
+                    load_tiled=True, store_tiled=True, fourstep_n=pp, halves=not tiled)
     c = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n3, n2),
                       src=work.layout((1, pp * inner, n1 * inner), 1, (0, 0, 0), 1),
                       dst=dst.layout((1, dst.e, n3 * dst.e), n3 * n2, (0, 1, n3), n3 * n2),
-                      load_tiled=tiled, store_tiled=True, post_mul=post_mul)
+                      load_tiled=tiled, store_tiled=True, post_mul=post_mul, halves=not tiled)
     return [a, b, c]
 
 
@@ -746,9 +764,11 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
                 cur[ax] = n // 2
                 add_c2c(ax, False, "backward")
                 last = passes[-1]
-                if _fusable(last, n):  # the unpack rides on the half-length FFT's store
-                    passes[-1] = replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
-                                         scale=norm_scale(n, norm, False))
+                fused = replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
+                                scale=norm_scale(n, norm, False))
+                # the unpack rides on the half-length FFT's store, where its vec2 slots fit
+                if _fusable(last, n) and fused.shared_bytes <= limits.max_shared_bytes:
+                    passes[-1] = fused
                     cur[ax] = n // 2 + 1
                     sizes.append(math.prod(cur))
                 else:
