@@ -447,18 +447,21 @@ def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: b
 
 
 def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
-                  tile_lines: int | None = None, halves: bool = True, **kw
+                  tile_lines: int | None = None, halves: bool = False, **kw
                   ) -> StockhamPass | None:
     """The one-dispatch pass for length n, or None if n does not fit one workgroup here.
 
     tile_lines: a pass with strided (tiled) accesses needs that many lines per workgroup, all
     in shared memory at once.
     halves: where the pass exchanges in halves (StockhamPass.sh_halves), size it by that
-    footprint: twice the lines, or twice the length, fit. Off for strided axes (inner extent >
-    1), whose narrower tiles ran slower (H200 Vulkan: fft2 2048^2 with its columns in one pass
-    of 4-line tiles 70.3 -> 74.7 us against two passes; rfft2 1024^2's columns in 8-line tiles
-    17.6 -> 18.1 us, GL 18.4 -> 20.3 us). On: the 1D four-step passes of 1024 take 8-line
-    tiles (2^20: 1.14 -> 0.97 ms), and 8192 runs in one pass (0.71 -> 0.56 ms over 2^26).
+    footprint, which holds twice the lines. Only for the strided passes of a batched 1D
+    four-step: 2^20's 1024-point first pass then takes 8-line line-fastest tiles (H200 Vulkan
+    1.14 -> 0.97 ms). Elsewhere it measured slower: the columns of fft2 2048^2 in one pass of
+    4-line tiles (70.3 -> 74.7 us against two passes), rfft2 1024^2's columns in 8-line tiles
+    (17.6 -> 18.1 us, GL 18.4 -> 20.3), 3125 with two lines per workgroup (0.345 -> 0.433 ms
+    over 2^26), Bluestein 4099's 9216-point convolution in one pass each way (3.60 -> 3.77 ms,
+    GL 5.31 -> 6.39). 8192 in one pass was faster (Vulkan 0.71 -> 0.56 ms over 2^26) but is not
+    taken: that rule would also take the 9216 above.
     """
     tuned = tuned_shape(n, limits, tiled=tile_lines is not None)
     radices = tuple(tuned[0]) if tuned else radices_for(n)
@@ -473,7 +476,9 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
             threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger, slot)
             p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
                              sh_stagger=stagger, **kw)
-            if not p.uses_shared or (p.shared_bytes <= limits.max_shared_bytes
+            # halves' floats only where asked for: a vec2 footprint that does not fit otherwise
+            sized = max(p.shared_bytes, p.lines * p.sh_line * slot)
+            if not p.uses_shared or (sized <= limits.max_shared_bytes
                                      and not (tile_lines and p.lines < tile_lines)):
                 break
         else:
@@ -553,14 +558,13 @@ def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | No
 
     `tiled`: the single pass must move whole tiles of lines through shared memory (a strided axis).
     """
-    if stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES if tiled else None,
-                     halves=not tiled) is not None:
+    if stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES if tiled else None) is not None:
         return [n]
     if radices_for(n) is None:
         return None
     fmax = limits.max_shared_bytes // (COMPLEX64_BYTES * TILE_LINES)
     ok = [d for d in range(2, min(n, fmax) + 1) if n % d == 0 and
-          stockham_pass(d, False, 1.0, limits, tile_lines=TILE_LINES, halves=not tiled) is not None]
+          stockham_pass(d, False, 1.0, limits, tile_lines=TILE_LINES) is not None]
     if not tiled and n & (n - 1) == 0:  # two factors that take FOURSTEP_TILE_LINES, if n has them
         best = _balanced(n, [d for d in ok if _wide_tiles(d, limits)], triples=False)
         if best:
@@ -571,7 +575,7 @@ def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | No
 def _wide_tiles(n: int, limits: Limits) -> bool:
     """Whether a strided pass of length n in a batched 1D four-step takes FOURSTEP_TILE_LINES."""
     return n & (n - 1) == 0 and stockham_pass(
-        n, False, 1.0, limits, tile_lines=FOURSTEP_TILE_LINES) is not None
+        n, False, 1.0, limits, tile_lines=FOURSTEP_TILE_LINES, halves=True) is not None
 
 
 def _balanced(n: int, ok: list[int], triples: bool = True) -> list[int] | None:
@@ -626,7 +630,7 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
     if len(factors) == 1:
         kw = dict(line_dims=(inner, 1, 1), src=src.layout((1, 0, 0), 1, (0, 0, 0), 1),
                   dst=dst.layout((1, 0, 0), 1, (0, 0, 0), 1), load_tiled=tiled,
-                  store_tiled=tiled, pre_mul=pre_mul, post_mul=post_mul, halves=not tiled)
+                  store_tiled=tiled, pre_mul=pre_mul, post_mul=post_mul)
         return [_tiled_pass(n, inverse, scale, limits, (AXIS_TILE_LINES, t) if tiled else (None,),
                             **kw)]
     if len(factors) == 2:
@@ -639,7 +643,7 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
         b = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n2, 1),
                           src=work.layout((1, n1 * inner, 0), 1, (0, 0, 0), 1),
                           dst=dst.layout((1, dst.e, 0), n2, (0, 1, 0), n2),
-                          load_tiled=tiled, store_tiled=True, post_mul=post_mul, halves=not tiled)
+                          load_tiled=tiled, store_tiled=True, post_mul=post_mul)
         return [a, b]
     n1, n2, n3 = factors
     pp = n1 * n2
@@ -655,7 +659,7 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
     c = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n3, n2),
                       src=work.layout((1, pp * inner, n1 * inner), 1, (0, 0, 0), 1),
                       dst=dst.layout((1, dst.e, n3 * dst.e), n3 * n2, (0, 1, n3), n3 * n2),
-                      load_tiled=tiled, store_tiled=True, post_mul=post_mul, halves=not tiled)
+                      load_tiled=tiled, store_tiled=True, post_mul=post_mul)
     return [a, b, c]
 
 
@@ -764,11 +768,9 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
                 cur[ax] = n // 2
                 add_c2c(ax, False, "backward")
                 last = passes[-1]
-                fused = replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
-                                scale=norm_scale(n, norm, False))
-                # the unpack rides on the half-length FFT's store, where its vec2 slots fit
-                if _fusable(last, n) and fused.shared_bytes <= limits.max_shared_bytes:
-                    passes[-1] = fused
+                if _fusable(last, n):  # the unpack rides on the half-length FFT's store
+                    passes[-1] = replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
+                                         scale=norm_scale(n, norm, False))
                     cur[ax] = n // 2 + 1
                     sizes.append(math.prod(cur))
                 else:

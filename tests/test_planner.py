@@ -172,15 +172,15 @@ def test_line_fastest_where_both_ends_are_strided():
     # a 1D four-step: neighbouring lines differ in the four-step digit. Line-fastest, with the
     # twiddle tables stored digit-fastest, where a workgroup holds 8 lines or more: power-of-two
     # passes strided at both ends take 8 where they fit (2^16, both passes of 2^22 that read
-    # strided), short lines have many anyway (Bluestein 4099's 96); 1024 (2^20) and 384 (65537)
-    # keep tiles of 4 and 5 lines.
+    # strided), short lines have many anyway (Bluestein 4099's 96); 1024 (2^20's first pass)
+    # takes 8 where its exchanges in halves fit 48 KB; 384 (65537) keeps tiles of 5 lines.
     def shapes(n):
         spec = planner.plan_fft(n, 4, False, "backward", GPU)
         return [(p.n, p.lines, p.line_fastest, p.digit_fastest) for p in spec.passes]
     assert shapes(2**16) == [(256, 8, True, True), (256, 4, False, False)]
     assert shapes(2**22) == [(256, 8, True, True), (256, 8, True, True), (64, 16, False, False)]
     assert shapes(4099)[0] == (96, 21, True, True)
-    assert shapes(2**20) == [(1024, 4, False, False)] * 2
+    assert shapes(2**20) == [(1024, 8, True, True), (1024, 4, False, False)]
     assert shapes(65537)[0] == (384, 5, False, False)
     first = planner.plan_fft(2**16, 4, False, "backward", GPU).passes[0]
     d = first.defines({t: 0 for t in first.tables()})
@@ -207,10 +207,28 @@ def test_exchanges_in_halves_where_shared_memory_holds_only_them():
     assert spec.passes[0].defines()["SH_HALVES"] == 1
     spec = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU)
     assert [(p.line_fastest, p.sh_halves) for p in spec.passes] == [(True, True), (False, True)]
-    spec = planner.plan_fft(2**20, 4, False, "backward", GPU)  # tiled four-step passes
-    assert not any(p.sh_halves for p in spec.passes)
+    spec = planner.plan_fft(2**20, 4, False, "backward", GPU)  # a tiled four-step pass
+    assert [p.sh_halves for p in spec.passes] == [True, False]
     spec = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU)  # fused unpack
     assert spec.passes[0].real_unpack and not spec.passes[0].sh_halves
     assert planner.plan_fft(64, 4, False, "backward", GPU).passes[0].sh_halves
     # one stage: no exchange at all
     assert not planner.StockhamPass(16, (16,), 1, 16, False, 1.0).sh_halves
+
+
+def test_shapes_sized_by_halves_only_for_1d_four_step_tiles():
+    # shared_bytes is what the kernel declares: a float per slot where it exchanges in halves
+    for p in planner.plan_fft(2**20, 4, False, "backward", GPU).passes:
+        assert p.shared_bytes == p.lines * p.sh_line * (4 if p.sh_halves else 8)
+    # 2^20's first pass holds 8 lines of 1024 only as floats
+    first = planner.plan_fft(2**20, 4, False, "backward", GPU).passes[0]
+    assert first.lines == 8 and first.sh_halves
+    assert first.shared_bytes <= GPU.max_shared_bytes < first.lines * first.sh_line * 8
+    # everywhere else the vec2 footprint fits: no longer contiguous lines (8192 stays two passes,
+    # 3125 one line per workgroup) and no wider column tiles (fft2 1024^2 keeps 4 lines)
+    assert len(planner.plan_fft(8192, 4, False, "backward", GPU).passes) == 2
+    for n in (1000, 3125, 4096, 4099, 8192, 65537):
+        for p in planner.plan_fft(n, 4, False, "backward", GPU).passes:
+            assert p.lines * p.sh_line * 8 <= GPU.max_shared_bytes, (n, p.n, p.lines)
+    cols = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU).passes[0]
+    assert cols.lines == 4 and cols.lines * cols.sh_line * 8 <= GPU.max_shared_bytes
