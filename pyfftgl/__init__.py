@@ -16,5 +16,5 @@ from .plans import FFTPlan, TransformPlan, plan_cache
 __version__ = "0.1.0"
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
            "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
-           "plan", "Plan", "asarray", "DeviceArray", "FFTPlan", "TransformPlan", "get_device", "set_backend", "BackendUnavailable",
-           "plan_cache"]
+           "plan", "Plan", "asarray", "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
+           "set_backend", "BackendUnavailable", "plan_cache"]
