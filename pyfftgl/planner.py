@@ -469,7 +469,8 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
         return None
     pad = bool(tuned[3]) if tuned else SH_PAD
     shape = tuned and tuned[1:3]
-    # The padding, then the stagger, may be what does not fit; each is sized for halves first.
+    # The padding, then the stagger, may be what does not fit; with `halves`, each is tried
+    # with float slots first, then vec2.
     for pad, stagger in ((True, True),) * pad + ((False, True), (False, False)):
         stagger = stagger and (pad or tile_lines is not None)
         for slot in (FLOAT_BYTES, COMPLEX64_BYTES) if halves else (COMPLEX64_BYTES,):
@@ -481,8 +482,8 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
             if not p.uses_shared or (sized <= limits.max_shared_bytes
                                      and not (tile_lines and p.lines < tile_lines)):
                 break
-        else:
-            shape = (threads, 0)  # unpadded: the same invocations, the default lines
+        else:  # neither fits: unpadded, the same invocations, the default lines
+            shape = (threads, 0)
             continue
         break
     else:
