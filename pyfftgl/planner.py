@@ -471,21 +471,20 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     shape = tuned and tuned[1:3]
     # The padding, then the stagger, may be what does not fit; with `halves`, each is tried
     # with float slots first, then vec2.
-    for pad, stagger in ((True, True),) * pad + ((False, True), (False, False)):
-        stagger = stagger and (pad or tile_lines is not None)
-        for slot in (FLOAT_BYTES, COMPLEX64_BYTES) if halves else (COMPLEX64_BYTES,):
-            threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger, slot)
-            p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
-                             sh_stagger=stagger, **kw)
-            # halves' floats only where asked for: a vec2 footprint that does not fit otherwise
-            sized = max(p.shared_bytes, p.lines * p.sh_line * slot)
-            if not p.uses_shared or (sized <= limits.max_shared_bytes
-                                     and not (tile_lines and p.lines < tile_lines)):
-                break
-        else:  # neither fits: unpadded, the same invocations, the default lines
-            shape = (threads, 0)
-            continue
-        break
+    slots = (FLOAT_BYTES, COMPLEX64_BYTES) if halves else (COMPLEX64_BYTES,)
+    tries = [(pad, stagger and (pad or tile_lines is not None), slot)
+             for pad, stagger in ((True, True),) * pad + ((False, True), (False, False))
+             for slot in slots]
+    for pad, stagger, slot in tries:
+        threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger, slot)
+        p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
+                         sh_stagger=stagger, **kw)
+        # halves' floats only where asked for: a vec2 footprint that does not fit otherwise
+        sized = max(p.shared_bytes, p.lines * p.sh_line * slot)
+        if not p.uses_shared or (sized <= limits.max_shared_bytes
+                                 and not (tile_lines and p.lines < tile_lines)):
+            break
+        shape = (threads, 0)  # the same invocations, the default lines
     else:
         return None
     # Registers per invocation stay bounded: beyond ~64 complex values the compiler spills.
