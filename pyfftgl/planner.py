@@ -203,6 +203,20 @@ class StockhamPass:
                      or self.lines >= FOURSTEP_TILE_LINES))
 
     @property
+    def store_line_fastest(self) -> bool:
+        """Only the last stage is numbered line-fastest (STORE_LINE_FASTEST in stockham.comp):
+        a pass that reads contiguous lines and writes strided ones (the last pass of a batched 1D
+        four-step) stores straight from registers, its inputs already in shared memory, instead
+        of moving a tile through shared memory after the last stage; with no tile there, it
+        exchanges in halves. H200, one process, over 2^26 elements, Vulkan: 2^18 0.791 -> 0.663
+        ms (last pass 0.417 -> 0.290), 2^20 0.974 -> 0.822, 2^16 0.754 -> 0.748, 2^22 1.179 ->
+        1.145, 8192 0.715 -> 0.681, Bluestein 4099 3.59 -> 2.89, 65537 5.14 -> 4.67; GL: 2^16
+        1.167 -> 1.100, 2^20 1.813 -> 1.492 ms. Wider tiles for it (8 or 16 lines, sized by the
+        halves) were slower for 2^18 and 2^20 and on GL, faster for 2^16 and 65537 on Vulkan."""
+        return (self.store_tiled and not self.load_tiled and len(self.radices) > 1
+                and not (self.real_pack or self.real_unpack))
+
+    @property
     def digit_fastest(self) -> bool:
         """The four-step twiddle tables hold W^(d k) with the line digit d fastest, for passes
         whose neighbouring invocations take neighbouring values of d (line-fastest, fewer inner
@@ -215,15 +229,17 @@ class StockhamPass:
         """The exchanges between stages move real parts, then imaginary parts, through a float
         array (SH_HALVES in stockham.comp): half the shared memory per line, two more barriers
         per exchange. Everywhere it can: not where tiles or the real unpack go through shared
-        memory as vec2. H200 Vulkan, batched over 2^26 elements: N = 4096 0.415 -> 0.272 ms (63 ->
-        96% of copy; 122 -> 80 registers), 3125 0.515 -> 0.341, 1536 0.324 -> 0.278, 2048 0.307
-        -> 0.281, 1024 0.299 -> 0.288; fft2 4096^2 281 -> 235 us."""
+        memory as vec2 (a line-fastest store, STORE_LINE_FASTEST, is no tile). H200 Vulkan,
+        batched over 2^26 elements: N = 4096 0.415 -> 0.272 ms (63 -> 96% of copy; 122 -> 80
+        registers), 3125 0.515 -> 0.341, 1536 0.324 -> 0.278, 2048 0.307 -> 0.281, 1024 0.299
+        -> 0.288; fft2 4096^2 281 -> 235 us."""
         return len(self.radices) > 1 and not self.real_unpack and not self.tiles_in_shared
 
     @property
     def tiles_in_shared(self) -> bool:
         """Strided ends are moved as tiles through shared memory (not line-fastest)."""
-        return (self.load_tiled or self.store_tiled) and not self.line_fastest
+        return ((self.load_tiled or self.store_tiled) and not self.line_fastest
+                and not self.store_line_fastest)
 
     @property
     def uses_shared(self) -> bool:
@@ -293,7 +309,10 @@ class StockhamPass:
             d.update(self.dst.macros("OUT"))
         lf = self.line_fastest
         d["LINE_FASTEST"] = int(lf)
-        d["LOAD_TILED"], d["STORE_TILED"] = int(self.load_tiled and not lf), int(self.store_tiled and not lf)
+        slf = self.store_line_fastest
+        d["LOAD_TILED"] = int(self.load_tiled and not lf)
+        d["STORE_TILED"] = int(self.store_tiled and not (lf or slf))
+        d["STORE_LINE_FASTEST"] = int(slf)
         if self.fourstep_n:
             lo, hi = self.fourstep_tables()
             d["FOURSTEP_TW_N"] = f"{self.fourstep_n}u"

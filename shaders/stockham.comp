@@ -12,7 +12,8 @@
 // Switches: LOAD_TILED / STORE_TILED move the data between global and shared memory with the
 // LINES lines of a workgroup as the fastest index, so strided accesses coalesce; LINE_FASTEST
 // instead numbers the invocations line-fastest, so the stages' own global reads and writes
-// coalesce where both ends are strided; SH_HALVES exchanges real and imaginary parts in turn
+// coalesce where both ends are strided, and STORE_LINE_FASTEST does so for the last stage alone
+// (contiguous loads, strided stores); SH_HALVES exchanges real and imaginary parts in turn
 // through half the shared memory;
 // FOURSTEP_TW_N multiplies output k by exp(-+2 pi i FOURSTEP_LINE(a) k / FOURSTEP_TW_N) (the
 // fused twiddle of a four-step pass); PRE_MUL / POST_MUL multiply input / output by a table
@@ -62,6 +63,12 @@
 #endif
 #ifndef STORE_TILED
 #define STORE_TILED 0
+#endif
+#ifndef STORE_LINE_FASTEST
+#define STORE_LINE_FASTEST 0
+#endif
+#if STORE_LINE_FASTEST && (NUM_STAGES < 2 || LINE_FASTEST || STORE_TILED)
+#error "STORE_LINE_FASTEST renumbers the last of several stages of a pass that is not LINE_FASTEST"
 #endif
 
 // REAL_UNPACK = n: this is the length-n/2 transform of n real samples viewed as complex pairs;
@@ -121,7 +128,8 @@ uint swizzle(uint p, const uint m) { return p ^ (((p >> 4u) * m) & 15u); }
 
 // SH_HALVES: the exchanges between stages move the real parts, then the imaginary parts, through
 // a float array half the size (two more barriers per exchange), for lines whose vec2 array would
-// limit the workgroups an SM holds. Only between stages: tiles and the real unpack need vec2.
+// limit the workgroups an SM holds. Only between stages: tiles and the real unpack need vec2
+// (a STORE_LINE_FASTEST last stage stores from registers: no tile).
 #ifndef SH_HALVES
 #define SH_HALVES 0
 #endif
@@ -221,9 +229,11 @@ uint stage_out(uint j, const uint R, const uint Ns) { return (j / Ns) * Ns * R +
 // x[j + r*N/R] and writes y[(j / Ns) * Ns * R + j % Ns + r * Ns], twiddled by W_{Ns R}^{r (j % Ns)}
 // from the stage's table at tw. from_sh / to_sh: whether the stage reads / writes shared memory
 // rather than global memory; last: the final stage, which applies a four-step twiddle (its
-// outputs k are consecutive across invocations there, so the table reads coalesce).
+// outputs k are consecutive across invocations there, so the table reads coalesce). (tid, ly):
+// the invocation's butterflies and line in this stage; (tid_p, ly_p): in the stage before, where
+// the last stage is numbered differently (STORE_LINE_FASTEST).
 void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, const bool to_sh,
-           const bool last, const uint tw, uint tid, uint ly) {
+           const bool last, const uint tw, uint tid, uint ly, uint tid_p, uint ly_p) {
     const uint span = N / R;
     // The permutation of the exchange this stage reads (none after a tiled load) and of the one
     // it writes (none before a tiled store or the real unpack, which read in plain order).
@@ -258,11 +268,11 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
         barrier();
         const uint ns_p = Ns / prev_r, span_p = N / prev_r;
         UNROLL for (uint b = 0u; b < (span_p + THREADS - 1u) / THREADS; b++) {
-            uint j = tid + b * THREADS;
+            uint j = tid_p + b * THREADS;
             if (span_p % THREADS == 0u || j < span_p) {
                 uint out0 = stage_out(j, prev_r, ns_p);
                 UNROLL for (uint r = 0u; r < prev_r; r++)
-                    SHF(ly, swizzle(out0 + r * ns_p, m_in)) = v[b * prev_r + r].y;
+                    SHF(ly_p, swizzle(out0 + r * ns_p, m_in)) = v[b * prev_r + r].y;
             }
         }
         barrier();
@@ -320,11 +330,14 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
 
 void main() {
     first_line = flat_group_id(pc.group_base) * LINES;
+    // Line-fastest numbering: neighbouring invocations work on neighbouring lines, so a warp's
+    // reads and writes of element i of LINES lines coalesce where the lines are the memory's
+    // fastest index (strided axes), without a trip of the tile through shared memory. Every
+    // stage of a LINE_FASTEST pass takes it; with STORE_LINE_FASTEST only the last, whose
+    // inputs are in shared memory anyway, while the others read contiguous lines in line order.
+    uint tid_l = gl_LocalInvocationIndex / LINES, ly_l = gl_LocalInvocationIndex % LINES;
 #if LINE_FASTEST
-    // Neighbouring invocations work on neighbouring lines: a warp's reads and writes of element
-    // i of LINES lines coalesce where the lines are the memory's fastest index (strided axes),
-    // without a trip of the tile through shared memory.
-    uint tid = gl_LocalInvocationIndex / LINES, ly = gl_LocalInvocationIndex % LINES;
+    uint tid = tid_l, ly = ly_l;
 #else
     uint tid = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
 #endif
@@ -359,9 +372,14 @@ void main() {
     if (tid == 0u) store(first_line + ly, 0u, x0);
 #endif
 #else
+#if STORE_LINE_FASTEST
+#define STAGE_IDS(LAST) (LAST) ? tid_l : tid, (LAST) ? ly_l : ly, tid, ly
+#else
+#define STAGE_IDS(LAST) tid, ly, tid, ly
+#endif
 #define STAGE(R, NS, PREV_R, FIRST, LAST, TW) \
     stage(R, NS, PREV_R, (FIRST) ? bool(LOAD_TILED) : true, (LAST) ? bool(STORE_VIA_SHARED) : true, \
-          LAST, TW, tid, ly);
+          LAST, TW, STAGE_IDS(LAST));
     FFT_STAGES
 #endif
 #ifdef REAL_UNPACK

@@ -124,6 +124,20 @@ def test_strided_axes_line_fastest(backend, shape, axis):
     assert np.array_equal(x, keep)
 
 
+@pytest.mark.parametrize("n", [8192, 6000, 4099])
+def test_four_step_last_pass_stores_line_fastest(backend, n):
+    # The last pass of these four-steps (and of Bluestein 4099's two convolution FFTs) numbers
+    # its last stage line-fastest and stores its strided lines from registers; the stage before
+    # it used the line-order numbering, so the exchange in halves between them changes numbering.
+    x = random_complex((5, n), seed=n % 89)
+    keep = x.copy()
+    plan = pyfftgl.FFTPlan(n, 5, False, backend=backend)
+    assert any(p.store_line_fastest for p in plan.passes)
+    assert_accurate(plan.execute(x), np.fft.fft(x.astype(np.complex128)), n)
+    assert_accurate(pyfftgl.ifft(x, backend=backend), np.fft.ifft(x.astype(np.complex128)), n)
+    assert np.array_equal(x, keep)
+
+
 @pytest.mark.parametrize("n", [8192, 2**16])
 def test_batched_four_step_line_fastest(backend, n):
     # The first pass of these four-steps runs line-fastest with its twiddle tables stored

@@ -199,6 +199,30 @@ def test_line_fastest_where_both_ends_are_strided():
     assert [p.line_fastest for p in spec.passes] == [False, True]
 
 
+def test_last_pass_of_a_four_step_stores_line_fastest():
+    # A pass that reads contiguous lines and writes strided ones numbers its last stage
+    # line-fastest and stores from registers (STORE_LINE_FASTEST): no tile through shared
+    # memory, so it exchanges in halves. Only with several stages (the others read contiguous
+    # lines in line order) and never with a fused real pass.
+    for n, lengths in ((2**16, [256, 256]), (2**22, [256, 256, 64]), (8192, [128, 64]),
+                       (65537, [384] * 4)):
+        spec = planner.plan_fft(n, 4, False, "backward", GPU)
+        assert [p.n for p in spec.passes] == lengths
+        for p in spec.passes:
+            slf = p.store_tiled and not p.load_tiled
+            assert p.store_line_fastest == slf, (n, p.n)
+            d = p.defines({t: 0 for t in p.tables()})
+            assert d["STORE_LINE_FASTEST"] == int(slf)
+            if slf:
+                assert (d["STORE_TILED"], d["LINE_FASTEST"], d["SH_HALVES"]) == (0, 0, 1)
+                assert not p.tiles_in_shared and len(p.radices) > 1
+    one_stage = planner.StockhamPass(16, (16,), 1, 16, False, 1.0, store_tiled=True)
+    assert not one_stage.store_line_fastest and one_stage.tiles_in_shared
+    packed = planner.StockhamPass(256, (4, 4, 4, 4), 64, 4, False, 1.0, store_tiled=True,
+                                  real_pack=512)
+    assert not packed.store_line_fastest
+
+
 def test_exchanges_in_halves_where_shared_memory_holds_only_them():
     # Contiguous passes and line-fastest ones exchange real and imaginary parts in turn
     # (SH_HALVES); tiles moved through shared memory and the fused real unpack keep vec2.
@@ -207,8 +231,10 @@ def test_exchanges_in_halves_where_shared_memory_holds_only_them():
     assert spec.passes[0].defines()["SH_HALVES"] == 1
     spec = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU)
     assert [(p.line_fastest, p.sh_halves) for p in spec.passes] == [(True, True), (False, True)]
-    spec = planner.plan_fft(2**20, 4, False, "backward", GPU)  # a tiled four-step pass
-    assert [p.sh_halves for p in spec.passes] == [True, False]
+    spec = planner.plan_fft(2**20, 4, False, "backward", GPU)  # the last stage stores strided
+    assert [p.sh_halves for p in spec.passes] == [True, True]
+    spec = planner.plan_fft(65537, 4, False, "backward", GPU)  # tiles of 5 lines through shared
+    assert spec.passes[0].tiles_in_shared and not spec.passes[0].sh_halves
     spec = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU)  # fused unpack
     assert spec.passes[0].real_unpack and not spec.passes[0].sh_halves
     assert planner.plan_fft(64, 4, False, "backward", GPU).passes[0].sh_halves
