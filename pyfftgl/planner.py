@@ -238,8 +238,8 @@ class StockhamPass:
     @property
     def tiles_in_shared(self) -> bool:
         """Strided ends are moved as tiles through shared memory (not line-fastest)."""
-        return ((self.load_tiled or self.store_tiled) and not self.line_fastest
-                and not self.store_line_fastest)
+        return not self.line_fastest and (
+            self.load_tiled or (self.store_tiled and not self.store_line_fastest))
 
     @property
     def uses_shared(self) -> bool:
