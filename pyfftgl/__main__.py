@@ -126,7 +126,7 @@ def cmd_bench(args) -> int:
     if args.only:
         cases = [c for c in cases if c.group in args.only]
     records = bench.run(cases, backends=args.backends, reps=args.repeat, cpu=not args.no_cpu,
-                        out_dir=None if args.no_write else Path(args.out))
+                        out_dir=None if args.no_write else Path(args.out), per_pass=args.passes)
     return 0 if records else 2
 
 
@@ -150,6 +150,8 @@ def main(argv=None) -> int:
     b.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     b.add_argument("--only", nargs="*", choices=["1d", "mixed", "bluestein", "2d", "real", "3d"])
     b.add_argument("--no-cpu", action="store_true", help="skip the numpy/scipy references")
+    b.add_argument("--passes", action="store_true",
+                   help="also time each pass alone (pass_ms in the records)")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)

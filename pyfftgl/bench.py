@@ -142,6 +142,22 @@ def _timed(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.3,
     return best_of(lambda: sub.run(timed=True), reps) / 1e6 / repeat
 
 
+def pass_ms(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.1) -> list[float]:
+    """Best GPU ms of each pass of a plan alone (its dispatches recorded `repeat` times back to
+    back, as _timed does for the whole plan), on the plan's buffers as the plan left them. A
+    pass alone may find its input in the L2 cache where it would not in the plan, so the sum
+    can differ from the plan's time; it shows which pass the time goes to."""
+    out, at = [], 0
+    limits, units = device_plan.limits, device_plan.spec.units
+    for p in device_plan.spec.passes:
+        count = len(planner.split_groups(p.groups(units), limits.max_group_count))
+        sub = device_plan.device.record(list(device_plan._dispatches[at:at + count]) * repeat)
+        at += count
+        _warm(device_plan.device, sub, warm)
+        out.append(best_of(lambda: sub.run(timed=True), reps) / 1e6 / repeat)
+    return out
+
+
 def best_of(measure, reps: int, limit: int = 40) -> float:
     """The least of measure()'s results, taken until `reps` in a row fail to beat the best by 1%
     (at most `limit`). A fixed count was not enough on the H200: the same submission ran 2-3x
@@ -279,8 +295,10 @@ def _progress(items, desc):
 
 
 def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
-        out_dir: Path | None = Path("bench/results"), echo=print) -> list[dict]:
-    """Measure every case on every available backend; returns (and writes) the records."""
+        out_dir: Path | None = Path("bench/results"), echo=print, per_pass: bool = False
+        ) -> list[dict]:
+    """Measure every case on every available backend; returns (and writes) the records.
+    `per_pass`: also each pass's GPU time alone (pass_ms), summed over the plan's chunks."""
     from ._api import plan as make_plan
     records, date, commit = [], datetime.date.today().isoformat(), _commit()
     refs_cache: dict[str, dict] = {}
@@ -309,12 +327,16 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
                        / (gpu * 1e-3) / 1e9, gbps=gbps, pct_copy=100 * gbps / bw, ref=ref,
                        copy_gbps=bw, device=device.info.name, driver=device.info.driver,
                        api_version=device.info.api_version, date=date, commit=commit)
+            if per_pass:
+                rec["pass_ms"] = [sum(t) for t in zip(*(pass_ms(dp, reps=reps)
+                                                        for dp in p.device_plans))]
             records.append(rec)
             cu = ref.get("cufft_ms")
             echo(f"{name:6s} {case.name:22s} GPU {gpu:9.3f} ms  host {host * 1e3:7.1f} us "
                  f"(+wait {sync * 1e3:7.1f} us)  "
                  f"{gbps:7.0f} GB/s ({rec['pct_copy']:5.1f}% copy)"
-                 + (f"  {gpu / cu:5.2f}x cuFFT" if cu else ""))
+                 + (f"  {gpu / cu:5.2f}x cuFFT" if cu else "")
+                 + (f"  passes {' + '.join(f'{t:.4f}' for t in rec['pass_ms'])} ms" if per_pass else ""))
     if out_dir is not None and records:
         write(records, Path(out_dir), echo)
     return records

@@ -38,6 +38,18 @@ def test_records_and_results_file(backend, tmp_path):
     assert len(json.loads(files[0].read_text())) == 2
 
 
+def test_pass_times(backend, tmp_path):
+    # a two-pass four-step: one time per pass, each a real measurement, in the record and the line
+    lines = []
+    records = bench.run([bench.Case("fft", (2, 8192), (1,), "1d")], backends=(backend,), reps=1,
+                        cpu=False, out_dir=None, echo=lines.append, per_pass=True)
+    (r,) = records
+    assert r["passes"] == 2 and len(r["pass_ms"]) == 2 and all(t > 0 for t in r["pass_ms"])
+    assert any("passes " in line for line in lines)
+    assert "pass_ms" not in bench.run([bench.Case("fft", (2, 64), (1,), "1d")], backends=(backend,),
+                                      reps=1, cpu=False, out_dir=None, echo=lines.append)[0]
+
+
 def test_best_of_waits_for_the_times_to_settle():
     # slow while the clocks come up, then steady: the best steady time, after `reps` non-improving
     times = iter([9.0, 5.0, 3.0, 3.01, 2.99, 3.0, 3.0, 1.0])
