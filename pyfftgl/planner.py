@@ -243,7 +243,9 @@ class StockhamPass:
 
     @property
     def uses_shared(self) -> bool:
-        return len(self.radices) > 1 or self.tiles_in_shared
+        """USES_SHARED in stockham.comp: exchanges between stages, tiles, or the real unpack
+        (which reads the line back from shared memory even after a single stage)."""
+        return len(self.radices) > 1 or self.tiles_in_shared or bool(self.real_unpack)
 
     @property
     def sh_line(self) -> int:
@@ -787,9 +789,11 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
                 cur[ax] = n // 2
                 add_c2c(ax, False, "backward")
                 last = passes[-1]
-                if _fusable(last, n):  # the unpack rides on the half-length FFT's store
-                    passes[-1] = replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
-                                         scale=norm_scale(n, norm, False))
+                fused = _fusable(last, n) and replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
+                                                      scale=norm_scale(n, norm, False))
+                # the unpack rides on the half-length FFT's store where its vec2 line fits
+                if fused and fused.shared_bytes <= limits.max_shared_bytes:
+                    passes[-1] = fused
                     cur[ax] = n // 2 + 1
                     sizes.append(math.prod(cur))
                 else:

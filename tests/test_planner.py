@@ -242,6 +242,20 @@ def test_exchanges_in_halves_where_shared_memory_holds_only_them():
     assert not planner.StockhamPass(16, (16,), 1, 16, False, 1.0).sh_halves
 
 
+def test_fused_real_unpack_counts_and_fits_its_shared_memory():
+    # A one-stage half-length transform (rfft of 16: radix 8) still reads its line back from
+    # shared memory for the unpack: shared_bytes says so, and the fused pass fits.
+    for lim in (GPU, SOFT):
+        for n in (4, 16, 32, 64, 1024, 8192):
+            spec = planner.plan_steps((64, n), [("r2c", 1, n, "backward")], lim)
+            for p in spec.passes:
+                if getattr(p, "real_unpack", 0):
+                    assert p.uses_shared and 0 < p.shared_bytes <= lim.max_shared_bytes
+                    assert p.shared_bytes == p.lines * p.sh_line * (4 if p.sh_halves else 8)
+    one = planner.plan_steps((64, 16), [("r2c", 1, 16, "backward")], SOFT).passes[0]
+    assert one.real_unpack == 16 and len(one.radices) == 1 and one.shared_bytes == one.lines * 8 * 8
+
+
 def test_shapes_sized_by_halves_only_for_1d_four_step_tiles():
     # shared_bytes is what the kernel declares: a float per slot where it exchanges in halves
     for p in planner.plan_fft(2**20, 4, False, "backward", GPU).passes:
