@@ -110,6 +110,13 @@ def _tune_key(text: str):
     return key
 
 
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"a length must be at least 1, not {n}")
+    return n
+
+
 def cmd_bench(args) -> int:
     """The benchmark sweep (pyfftgl/bench.py)."""
     from pathlib import Path
@@ -123,8 +130,9 @@ def cmd_bench(args) -> int:
         return 0 if found else 2
     elements = args.elements or (2**20 if args.quick else 2**26)
     cases = bench.default_cases(elements, args.quick)
-    if args.only:
+    if args.only is not None:  # `--only` alone: none of the sweep's groups (with --lengths)
         cases = [c for c in cases if c.group in args.only]
+    cases += [bench.batched_case(n, elements) for n in args.lengths]
     records = bench.run(cases, backends=args.backends, reps=args.repeat, cpu=not args.no_cpu,
                         out_dir=None if args.no_write else Path(args.out), per_pass=args.passes)
     return 0 if records else 2
@@ -148,8 +156,11 @@ def main(argv=None) -> int:
                         "to tiled:1024) and keep the fastest in the device's wisdom file")
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
-    b.add_argument("--only", nargs="*", choices=["1d", "mixed", "bluestein", "2d", "real", "3d"])
+    b.add_argument("--only", nargs="*", choices=["1d", "mixed", "bluestein", "2d", "real", "3d"],
+                   help="these groups of the sweep (none named: only the --lengths)")
     b.add_argument("--no-cpu", action="store_true", help="skip the numpy/scipy references")
+    b.add_argument("--lengths", type=_positive, nargs="+", default=[], metavar="N",
+                   help="batched 1D lengths to time as well, over --elements (e.g. 8192 262144)")
     b.add_argument("--passes", action="store_true",
                    help="also time each pass alone (pass_ms in the records)")
     b.add_argument("--out", default="bench/results")

@@ -49,10 +49,15 @@ class Case:
         return math.prod(self.shape) // self.n
 
 
+def batched_case(n: int, elements: int, group: str = "1d") -> Case:
+    """Length-n C2C transforms over `elements` complex values (at least one line)."""
+    return Case("fft", (max(1, elements // n), n), (1,), group)
+
+
 def default_cases(elements: int, quick: bool) -> list[Case]:
     """The sweep: batched 1D over `elements` complex values, 2D, 3D, real, mixed, Bluestein."""
     def batched(kind, n, group):
-        return Case(kind, (max(1, elements // n), n), (1,), group)
+        return batched_case(n, elements, group)
     pow2 = [256, 4096] if quick else [64, 256, 1024, 4096, 2**16, 2**20, 2**22]
     mixed = [1000] if quick else [1000, 1536, 2187, 2401, 3125]
     blue = [4099] if quick else [4099, 65537]

@@ -3,6 +3,7 @@ fields the results files promise."""
 import json
 
 import numpy as np
+import pytest
 
 from pyfftgl import bench, planner, shaders
 from pyfftgl.backends import get_device
@@ -48,6 +49,17 @@ def test_pass_times(backend, tmp_path):
     assert any("passes " in line for line in lines)
     assert "pass_ms" not in bench.run([bench.Case("fft", (2, 64), (1,), "1d")], backends=(backend,),
                                       reps=1, cpu=False, out_dir=None, echo=lines.append)[0]
+
+
+def test_cli_runs_the_lengths_asked_for(backend, capsys):
+    # `--only` with no group and `--lengths`: just those batched lengths, over --elements
+    from pyfftgl.__main__ import main
+    assert main(["bench", "--only", "--lengths", "96", "8192", "--elements", "16384",
+                 "--backends", backend, "--no-cpu", "--no-write", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "fft 170x96 " in out and "fft 2x8192 " in out and "fft2" not in out
+    with pytest.raises(SystemExit):
+        main(["bench", "--lengths", "0", "--no-write"])
 
 
 def test_best_of_waits_for_the_times_to_settle():
