@@ -152,12 +152,9 @@ def pass_ms(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.1) -> 
     back, as _timed does for the whole plan), on the plan's buffers as the plan left them. A
     pass alone may find its input in the L2 cache where it would not in the plan, so the sum
     can differ from the plan's time; it shows which pass the time goes to."""
-    out, at = [], 0
-    limits, units = device_plan.limits, device_plan.spec.units
-    for p in device_plan.spec.passes:
-        count = len(planner.split_groups(p.groups(units), limits.max_group_count))
-        sub = device_plan.device.record(list(device_plan._dispatches[at:at + count]) * repeat)
-        at += count
+    out = []
+    for dispatches in device_plan.pass_dispatches:
+        sub = device_plan.device.record(dispatches * repeat)
         _warm(device_plan.device, sub, warm)
         out.append(best_of(lambda: sub.run(timed=True), reps) / 1e6 / repeat)
     return out

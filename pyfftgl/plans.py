@@ -91,7 +91,8 @@ class TransformPlan:
         self.nbytes = tables.nbytes + sum(b.nbytes for b in self._buffers.values())
         self._programs = [shaders.get_program(dev, p.kernel, p.defines(offsets), planner.PUSH_NAMES)
                           for p in spec.passes]
-        self._dispatches = self._bind(self._buffers)
+        self.pass_dispatches = self._bind_passes(self._buffers)  # each pass's, in order
+        self._dispatches = [d for ds in self.pass_dispatches for d in ds]
         self.dispatch_count = len(self._dispatches)
         self._host_run = None  # the upload-run-download submission, recorded on first use
         # (src, dst) ids -> [src, dst, dispatches, recorded submission or None]
@@ -104,15 +105,20 @@ class TransformPlan:
     # arrays replays one, with no recording or allocation per call.
     DEVICE_BINDINGS = 4
 
-    def _bind(self, buffers: dict) -> list[Dispatch]:
-        """Every pass's dispatches, bound to `buffers` (by name) and the tables."""
+    def _bind_passes(self, buffers: dict) -> list[list[Dispatch]]:
+        """Each pass's dispatches, bound to `buffers` (by name) and the tables."""
         out, units = [], self.spec.units
         for p, program in zip(self.spec.passes, self._programs):
             bound = [buffers[p.src_buf], buffers[p.dst_buf], self._tables]
-            for base, gx, gy in planner.split_groups(p.groups(units), self.limits.max_group_count):
-                out.append(Dispatch(self.device.kernel(program, bound, (gx, gy, 1)),
-                                    np.array(p.push(units, base), np.uint32)))
+            out.append([Dispatch(self.device.kernel(program, bound, (gx, gy, 1)),
+                                 np.array(p.push(units, base), np.uint32))
+                        for base, gx, gy in planner.split_groups(p.groups(units),
+                                                                 self.limits.max_group_count)])
         return out
+
+    def _bind(self, buffers: dict) -> list[Dispatch]:
+        """Every pass's dispatches, in order, bound to `buffers`."""
+        return [d for ds in self._bind_passes(buffers) for d in ds]
 
     @property
     def passes(self):
