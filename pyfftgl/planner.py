@@ -169,8 +169,8 @@ class StockhamPass:
     real_unpack: int = 0  # n: unpack the n/2+1 bins of n real samples in the store (fused)
     real_pack: int = 0  # n: pack n/2+1 bins into n/2 complex values as they are loaded (fused)
     sh_pad: bool = False  # a spare shared-memory slot every 16 values (bank conflicts)
-    # Consecutive lines start on different banks (see _sh_line): set for tiled passes and padded
-    # shapes, whose accesses touch several lines at once, unless the stagger does not fit.
+    # The lines a warp touches side by side start on different banks (see _sh_line): set
+    # unless the stagger does not fit.
     sh_stagger: bool = False
 
     kernel = "stockham.comp"
@@ -236,6 +236,18 @@ class StockhamPass:
         return len(self.radices) > 1 and not self.real_unpack and not self.tiles_in_shared
 
     @property
+    def swizzle_bits(self) -> int:
+        """log2 of the blocks the exchanges permute against bank conflicts (SWZ_BITS): 16 slots
+        (a row of vec2 banks), or 32 (a row of float banks) for exchanges in halves among
+        invocations in line order with a line or more per warp. tools/bank_model.py counts,
+        per workgroup: N = 1024 [2,8,8,8]x128 1152 -> 896 wavefronts, 2048 1024 -> 768, 4096
+        1536 -> 1024, the last passes of 2^18 and 2^20 768 -> 512, 1536 -> 1024, and no pass
+        of the benchmark's plans more; line-fastest passes and fewer invocations per line than
+        a warp need more with 32. NOT YET MEASURED on a GPU."""
+        return 5 if (self.sh_halves and not self.line_fastest and self.threads >= 32
+                     and self.n % 32 == 0) else 4
+
+    @property
     def tiles_in_shared(self) -> bool:
         """Strided ends are moved as tiles through shared memory (not line-fastest)."""
         return not self.line_fastest and (
@@ -250,7 +262,10 @@ class StockhamPass:
     @property
     def sh_line(self) -> int:
         """Shared-memory slots per line (see SH_LINE in stockham.comp)."""
-        return _sh_line(self.n, self.lines, self.sh_pad, self.sh_stagger)
+        line_order = not (self.line_fastest or self.store_line_fastest or self.tiles_in_shared)
+        return _sh_line(self.n, self.lines, self.sh_pad, self.sh_stagger,
+                        FLOAT_BYTES if self.sh_halves else COMPLEX64_BYTES,
+                        self.threads if line_order else None)
 
     @property
     def shared_bytes(self) -> int:
@@ -303,6 +318,7 @@ class StockhamPass:
         d.update(odd_radix_tables(self.radices))
         d["SH_PAD"], d["SH_LINE"] = int(self.sh_pad), f"{self.sh_line}u"
         d["SH_HALVES"] = int(self.sh_halves)
+        d["SWZ_BITS"] = f"{self.swizzle_bits}u"
         if self.line_dims != (1, 1, 1):
             d["LINE_D0"], d["LINE_D1"], d["LINE_D2"] = (f"{x}u" for x in self.line_dims)
         if self.src is not None:
@@ -393,15 +409,24 @@ class RealPass:
         return -(-self.line_count(units) // self.GROUP)
 
 
-def _sh_line(n: int, lines: int, pad: bool, stagger: bool) -> int:
+def _sh_line(n: int, lines: int, pad: bool, stagger: bool, slot_bytes: int = COMPLEX64_BYTES,
+             threads: int | None = None) -> int:
     """Slots per line in shared memory: n, or with padding SHI(n - 1) + 1; with `stagger`
-    rounded up so that consecutive lines start 16 / lines slots apart modulo 16 (one row of
-    banks): tiled accesses touch `lines` lines at the same index at once."""
+    rounded up so that the lines a warp touches side by side start on different banks: row /
+    k slots apart modulo one row of banks (row = 128 bytes: 16 vec2 slots, 32 float ones), for
+    k lines per warp. Tiles and line-fastest numbering put `lines` lines in a warp (threads
+    None); the line-order numbering 32 / threads, each of `threads` neighbouring slots.
+    A bank model of 32-bit accesses (wavefronts per warp = the most distinct words on one bank)
+    counts per workgroup, against the vec2 row's 16 / lines slots: 2^16's first pass 1792 ->
+    1152, fft2 1024^2's columns 2048 -> 1024, batched 32 [8,4]x4x64 2048 -> 384, 64 [4,4,4]x16x16
+    512 -> 256. NOT YET MEASURED on a GPU."""
     base = n + (n - 1) // 16 if pad else n
-    if not stagger or lines <= 1:
+    row = 128 // slot_bytes
+    per_warp = lines if threads is None else min(lines, max(1, 32 // threads))
+    if not stagger or per_warp <= 1:
         return base
-    want = 16 // min(lines, 16)
-    return base + (want - base) % 16
+    want = row // min(per_warp, row)
+    return base + (want - base) % row
 
 
 def tiled_key(n: int) -> tuple[str, int]:
@@ -461,7 +486,7 @@ def _workgroup(n: int, radices, limits: Limits, lines_wanted: int | None, pad: b
         lines = max(1, TARGET_INVOCATIONS // threads)
     lines = min(lines, limits.max_group_size[1], max(1, limits.max_invocations // threads))
     if len(radices) > 1 or lines_wanted is not None:
-        while lines > 1 and (lines * _sh_line(n, lines, pad, stagger) * slot_bytes
+        while lines > 1 and (lines * _sh_line(n, lines, pad, stagger, slot_bytes) * slot_bytes
                              > limits.max_shared_bytes):
             lines -= 1
     return threads, lines
@@ -493,7 +518,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     # The padding, then the stagger, may be what does not fit; with `halves`, each is tried
     # with float slots first, then vec2.
     slots = (FLOAT_BYTES, COMPLEX64_BYTES) if halves else (COMPLEX64_BYTES,)
-    tries = [(pad, stagger and (pad or tile_lines is not None), slot)
+    tries = [(pad, stagger, slot)
              for pad, stagger in ((True, True),) * pad + ((False, True), (False, False))
              for slot in slots]
     for pad, stagger, slot in tries:
@@ -791,6 +816,8 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
                 last = passes[-1]
                 fused = _fusable(last, n) and replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
                                                       scale=norm_scale(n, norm, False))
+                if fused and fused.shared_bytes > limits.max_shared_bytes:
+                    fused = replace(fused, sh_stagger=False)  # the vec2 line, unstaggered
                 # the unpack rides on the half-length FFT's store where its vec2 line fits
                 if fused and fused.shared_bytes <= limits.max_shared_bytes:
                     passes[-1] = fused

@@ -120,11 +120,17 @@ PUSH_CONSTANTS(uint lines_total; uint group_base; uint in_len; uint in_batch; ui
 // else 1: each aligned block of 16 is permuted differently, which spreads the runs over the row,
 // and the next stage's contiguous reads stay within a block, so they stay conflict-free. Only
 // power-of-two Ns * R (so N % 16 == 0 keeps every block inside the line); 0 means no permutation.
+// SWZ_BITS = 5 permutes blocks of 32 instead (a row of banks in floats, SH_HALVES), where the
+// planner's bank model finds it cheaper (StockhamPass.swizzle_bits).
+#ifndef SWZ_BITS
+#define SWZ_BITS 4u
+#endif
+#define SWZ_BLOCK (1u << SWZ_BITS)
 uint swizzle_m(const uint R, const uint Ns) {
     const uint g = Ns * R;
-    return (N % 16u != 0u || (g & (g - 1u)) != 0u) ? 0u : (g >= 16u ? 16u / R : 1u);
+    return (N % SWZ_BLOCK != 0u || (g & (g - 1u)) != 0u) ? 0u : (g >= SWZ_BLOCK ? SWZ_BLOCK / R : 1u);
 }
-uint swizzle(uint p, const uint m) { return p ^ (((p >> 4u) * m) & 15u); }
+uint swizzle(uint p, const uint m) { return p ^ (((p >> SWZ_BITS) * m) & (SWZ_BLOCK - 1u)); }
 
 // SH_HALVES: the exchanges between stages move the real parts, then the imaginary parts, through
 // a float array half the size (two more barriers per exchange), for lines whose vec2 array would

@@ -272,3 +272,37 @@ def test_shapes_sized_by_halves_only_for_1d_four_step_tiles():
             assert p.lines * p.sh_line * 8 <= GPU.max_shared_bytes, (n, p.n, p.lines)
     cols = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU).passes[0]
     assert cols.lines == 4 and cols.lines * cols.sh_line * 8 <= GPU.max_shared_bytes
+
+
+def test_lines_a_warp_touches_side_by_side_start_on_different_banks():
+    # Line pitch: in halves a row of banks is 32 floats. Line-fastest numbering puts `lines`
+    # lines in a warp (start 32 / lines words apart); the line order puts 32 / threads lines,
+    # each `threads` words wide (start `threads` apart); one line per warp needs no stagger.
+    def starts(p):
+        return [(ly * p.sh_line) % 32 for ly in range(min(p.lines, 4))]
+    first = planner.plan_fft(2**16, 4, False, "backward", GPU).passes[0]
+    assert first.line_fastest and first.sh_halves and first.lines == 8
+    assert starts(first) == [0, 4, 8, 12]
+    cols = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU).passes[0]
+    assert cols.line_fastest and cols.lines == 4 and starts(cols) == [0, 8, 16, 24]
+    p64 = planner.stockham_pass(64, False, 1.0, GPU)
+    assert (p64.threads, p64.lines, p64.sh_halves) == (16, 16, True) and starts(p64) == [0, 16, 0, 16]
+    p256 = planner.stockham_pass(256, False, 1.0, GPU)  # 64 invocations per line: one per warp
+    assert p256.threads >= 32 and p256.sh_line == 256
+    for p in (first, cols, p64):
+        assert p.shared_bytes == p.lines * p.sh_line * 4 <= GPU.max_shared_bytes
+
+
+def test_swizzle_blocks_of_a_float_row_in_line_order():
+    # Exchanges in halves among invocations in line order with a line or more per warp permute
+    # blocks of 32 slots (a row of float banks); line-fastest passes and short lines keep 16.
+    assert planner.stockham_pass(4096, False, 1.0, GPU).swizzle_bits == 5
+    p1024 = planner.stockham_pass(1024, False, 1.0, GPU)
+    assert p1024.threads >= 32 and p1024.defines()["SWZ_BITS"] == "5u"
+    assert planner.stockham_pass(64, False, 1.0, GPU).swizzle_bits == 4  # 16 invocations per line
+    assert planner.stockham_pass(1000, False, 1.0, GPU).swizzle_bits == 4  # blocks must tile N
+    first, last = planner.plan_fft(2**20, 4, False, "backward", GPU).passes
+    assert (first.line_fastest, first.swizzle_bits) == (True, 4)
+    assert (last.store_line_fastest, last.swizzle_bits) == (True, 5)
+    packed = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU).passes[0]
+    assert not packed.sh_halves and packed.swizzle_bits == 4  # vec2 exchanges

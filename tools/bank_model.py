@@ -1,0 +1,139 @@
+"""A model of stockham.comp's shared-memory banks: the wavefronts a workgroup issues on its
+exchanges, per pass (a warp's access costs as many wavefronts as the most distinct 32-bit words
+it touches on one of the 32 banks; vec2 accesses approximately, as two words each).
+
+    python tools/bank_model.py        # the H200 wisdom's passes of the benchmark cases
+
+Reads only the planner; no GPU. `model(p, stagger_words)` tries another line pitch (halves)."""
+from collections import defaultdict
+
+from pyfftgl import planner
+
+
+def swizzle_m(N, R, Ns, block=16):
+    g = Ns * R
+    if N % block or g & (g - 1):
+        return 0
+    return block // R if g >= block else 1
+
+def swz(p, m, block=16):
+    return p ^ (((p // block) * m) % block) if m else p
+
+def model(p, stagger_words=None, block=None):
+    block = block or (1 << p.swizzle_bits)  # the pass's own swizzle unless asked for another
+    N, T, L = p.n, p.threads, p.lines
+    halves = p.sh_halves
+    lf_all = p.line_fastest
+    slf = p.store_line_fastest
+    pad = p.sh_pad
+    shl = p.sh_line
+    if stagger_words is not None:
+        base = N + (N - 1) // 16 if pad else N
+        shl = base + (stagger_words - base) % 32 if halves else shl
+    G = T * L
+    def ids(idx, last):
+        if lf_all or (last and slf):
+            return idx // L, idx % L
+        return idx % T, idx // T
+    def addr(ly, pos):
+        s = pos + (pos >> 4) if pad else pos
+        return ly * shl + s
+    waves = 0
+    def instr(fn):
+        nonlocal waves
+        for w0 in range(0, G, 32):
+            banks = defaultdict(set)
+            for idx in range(w0, min(G, w0 + 32)):
+                a = fn(idx)
+                if a is None:
+                    continue
+                if halves:
+                    banks[a % 32].add(a)
+                else:  # 8-byte: two words
+                    banks[(2 * a) % 32].add(a)
+            if banks:
+                if halves:
+                    waves += max(len(v) for v in banks.values())
+                else:
+                    # 8-byte accesses: 2 wavefronts minimum per full warp; approximate by words
+                    cnt = defaultdict(set)
+                    for v in banks.values():
+                        for a in v:
+                            cnt[(2 * a) % 32].add(a)
+                            cnt[(2 * a + 1) % 32].add(a)
+                    waves += max(len(v) for v in cnt.values())
+    rad = p.radices
+    strides = p.strides
+    S = len(rad)
+    for s in range(S):
+        R, Ns = rad[s], strides[s]
+        first, last = s == 0, s == S - 1
+        prev_r = rad[s - 1] if s else 0
+        from_sh = (not first) or (p.load_tiled and not lf_all)
+        to_sh = (not last) or p.real_unpack
+        span = N // R
+        m_in = swizzle_m(N, prev_r, Ns // prev_r, block) if prev_r else 0
+        m_out = 0 if last else swizzle_m(N, R, Ns, block)
+        nb = -(-span // T)
+        if from_sh:
+            reads = [(b, r) for b in range(nb) for r in range(R)]
+            def rd(b, r):
+                def f(idx):
+                    tid, ly = ids(idx, last)
+                    j = tid + b * T
+                    return addr(ly, swz(j + r * span, m_in, block)) if j < span else None
+                return f
+            for b, r in reads:
+                instr(rd(b, r))
+            if halves:
+                ns_p, span_p = Ns // prev_r, N // prev_r
+                for b in range(-(-span_p // T)):
+                    for r in range(prev_r):
+                        def f(idx, b=b, r=r):
+                            tid, ly = ids(idx, False)
+                            j = tid + b * T
+                            if j >= span_p:
+                                return None
+                            o = (j // ns_p) * ns_p * prev_r + j % ns_p
+                            return addr(ly, swz(o + r * ns_p, m_in, block))
+                        instr(f)
+                for b, r in reads:
+                    instr(rd(b, r))
+        if to_sh:
+            for b in range(nb):
+                for r in range(R):
+                    def f(idx, b=b, r=r):
+                        tid, ly = ids(idx, last)
+                        j = tid + b * T
+                        if j >= span:
+                            return None
+                        o = (j // Ns) * Ns * R + j % Ns
+                        return addr(ly, swz(o + r * Ns, m_out, block))
+                    instr(f)
+    return waves
+
+if __name__ == "__main__":
+    import dataclasses
+    from pyfftgl import wisdom
+    from pyfftgl.backends.base import Limits
+    GPU = Limits(49152, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32 - 1)
+    lim = dataclasses.replace(GPU, tuned=wisdom.load("NVIDIA H200", "vulkan"))
+    def show(spec, name):
+        for p in spec.passes:
+            if not p.sh_halves:
+                continue
+            L = p.lines
+            best = {sw: model(p, sw) for sw in range(0, 32)}
+            cur = model(p)
+            mn = min(best.values())
+            at = [k for k, v in best.items() if v == mn][:6]
+            print(f"{name:12s} {p.n}{list(p.radices)}x{p.threads}x{L} lf={p.line_fastest} "
+                  f"slf={p.store_line_fastest} pitch={p.sh_line} wavefronts {cur}, best {mn} "
+                  f"at pitch mod 32 in {at}, swizzle on 16 / 32 slots {model(p, None, 16)} / "
+                  f"{model(p, None, 32)}")
+    for n in (64, 256, 1024, 4096, 1000, 3125):
+        show(planner.plan_fft(n, 64, False, "backward", lim), f"1d {n}")
+    for n in (65536, 2**18, 2**20, 2**22, 8192):
+        show(planner.plan_fft(n, 4, False, "backward", lim), f"1d {n}")
+    for s in (1024, 2048, 4096):
+        show(planner.plan_c2c((s, s), (0, 1), False, "backward", lim), f"fft2 {s}")
