@@ -389,16 +389,22 @@ void main() {
     FFT_STAGES
 #endif
 #ifdef REAL_UNPACK
-    // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2, k = 0..N (Z[N] = Z[0]),
-    // k fastest: the lines are contiguous in memory, so neighbouring invocations write neighbours.
-    UNROLL for (uint q = 0u; q < (LINES * (N + 1u) + GROUP_SIZE - 1u) / GROUP_SIZE; q++) {
+    // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2, k = 0..N (Z[N] = Z[0]).
+    // X[k] and X[N-k] come from the same Z[k] and Z[N-k], and W^(N-k) = -conj(W^k) (W = W_2N),
+    // so each invocation writes the pair for k = 0..N/2: half the shared-memory and table reads
+    // and half the iterations. k fastest: neighbouring invocations write neighbours, ascending
+    // for X[k] and descending for X[N-k]; k = N/2 (N even) is its own partner, written once.
+    const uint UNPACK_K = N / 2u + 1u;
+    UNROLL for (uint q = 0u; q < (LINES * UNPACK_K + GROUP_SIZE - 1u) / GROUP_SIZE; q++) {
         uint e = e0 + q * GROUP_SIZE;
-        if (e < LINES * (N + 1u)) {
-            uint l = e / (N + 1u), k = e % (N + 1u);
-            vec2 p = SH(l, k % N), z = SH(l, (N - k) % N);
-            z.y = -z.y;
-            vec2 d = 0.5 * (p - z);
-            store(first_line + l, k, 0.5 * (p + z) + cmul(table[REAL_TW + k], vec2(d.y, -d.x)));
+        if (e < LINES * UNPACK_K) {
+            uint l = e / UNPACK_K, k = e % UNPACK_K;
+            vec2 a = SH(l, k), b = SH(l, (N - k) % N), w = table[REAL_TW + k];
+            vec2 d = 0.5 * (a - vec2(b.x, -b.y)), d2 = 0.5 * (b - vec2(a.x, -a.y));
+            store(first_line + l, k, 0.5 * (a + vec2(b.x, -b.y)) + cmul(w, vec2(d.y, -d.x)));
+            if (2u * k != N)
+                store(first_line + l, N - k,
+                      0.5 * (b + vec2(a.x, -a.y)) - cmul(vec2(w.x, -w.y), vec2(d2.y, -d2.x)));
         }
     }
 #elif STORE_TILED

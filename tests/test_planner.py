@@ -256,6 +256,23 @@ def test_fused_real_unpack_counts_and_fits_its_shared_memory():
     assert one.real_unpack == 16 and len(one.radices) == 1 and one.shared_bytes == one.lines * 8 * 8
 
 
+def test_fused_real_unpack_takes_twice_the_invocations_from_64():
+    # The pass with the fused unpack: twice the invocations per line of the same half-length
+    # transform planned alone (capped by its smallest radix's butterflies), in half the lines;
+    # lines with fewer than 64 invocations and the pack (irfft) keep their shape.
+    for n in (64, 256, 2048, 4096, 12000):
+        alone = planner.plan_fft(n // 2, 64, False, "backward", GPU).passes[0]
+        fused = planner.plan_steps((64, n // 2), [("r2c", 1, n, "backward")], GPU).passes[0]
+        pack = planner.plan_steps((64, n // 2 + 1), [("c2r", 1, n, "backward")], GPU).passes[0]
+        assert fused.real_unpack == n and fused.radices == alone.radices
+        assert (pack.threads, pack.lines) == (alone.threads, alone.lines)
+        want = alone.threads if alone.threads < 64 else min(2 * alone.threads,
+                                                            alone.n // min(alone.radices), 1024)
+        assert fused.threads == want
+        assert fused.lines == max(1, alone.lines * alone.threads // want)
+    assert planner.plan_steps((64, 1024), [("r2c", 1, 2048, "backward")], GPU).passes[0].threads == 256
+
+
 def test_shapes_sized_by_halves_only_for_1d_four_step_tiles():
     # shared_bytes is what the kernel declares: a float per slot where it exchanges in halves
     for p in planner.plan_fft(2**20, 4, False, "backward", GPU).passes:
