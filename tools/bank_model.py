@@ -62,6 +62,18 @@ def model(p, stagger_words=None, block=None):
                             cnt[(2 * a) % 32].add(a)
                             cnt[(2 * a + 1) % 32].add(a)
                     waves += max(len(v) for v in cnt.values())
+    def writes(R, Ns, m, last):
+        # a radix-R stage's stores to shared memory: element r of butterfly j at its Stockham place
+        span = N // R
+        for b in range(-(-span // T)):
+            for r in range(R):
+                def f(idx, b=b, r=r):
+                    tid, ly = ids(idx, last)
+                    j = tid + b * T
+                    if j >= span:
+                        return None
+                    return addr(ly, swz((j // Ns) * Ns * R + j % Ns + r * Ns, m, block))
+                instr(f)
     rad = p.radices
     strides = p.strides
     S = len(rad)
@@ -85,31 +97,12 @@ def model(p, stagger_words=None, block=None):
                 return f
             for b, r in reads:
                 instr(rd(b, r))
-            if halves:
-                ns_p, span_p = Ns // prev_r, N // prev_r
-                for b in range(-(-span_p // T)):
-                    for r in range(prev_r):
-                        def f(idx, b=b, r=r):
-                            tid, ly = ids(idx, False)
-                            j = tid + b * T
-                            if j >= span_p:
-                                return None
-                            o = (j // ns_p) * ns_p * prev_r + j % ns_p
-                            return addr(ly, swz(o + r * ns_p, m_in, block))
-                        instr(f)
+            if halves:  # the previous stage's imaginary parts, written back in its layout
+                writes(prev_r, Ns // prev_r, m_in, False)
                 for b, r in reads:
                     instr(rd(b, r))
         if to_sh:
-            for b in range(nb):
-                for r in range(R):
-                    def f(idx, b=b, r=r):
-                        tid, ly = ids(idx, last)
-                        j = tid + b * T
-                        if j >= span:
-                            return None
-                        o = (j // Ns) * Ns * R + j % Ns
-                        return addr(ly, swz(o + r * Ns, m_out, block))
-                    instr(f)
+            writes(R, Ns, m_out, last)
     return waves
 
 if __name__ == "__main__":
