@@ -186,8 +186,13 @@ class StockhamPass:
 
     @property
     def registers(self) -> int:
-        """Complex values an invocation holds in a stage, at most (REGS in the kernel)."""
-        return _registers(self.n, self.radices, self.threads)
+        """Complex values an invocation holds in a stage, at most (REGS in the kernel). The last
+        stage of a fused real unpack takes its butterflies in pairs (stockham.comp's butterfly)."""
+        regs = _registers(self.n, self.radices, self.threads)
+        if self.real_unpack and self.radices:
+            r = self.radices[-1]
+            regs = max(regs, 2 * r * -(-((self.n // r + 1) // 2) // self.threads))
+        return regs
 
     @property
     def line_fastest(self) -> bool:
@@ -233,7 +238,7 @@ class StockhamPass:
         batched over 2^26 elements: N = 4096 0.415 -> 0.272 ms (63 -> 96% of copy; 122 -> 80
         registers), 3125 0.515 -> 0.341, 1536 0.324 -> 0.278, 2048 0.307 -> 0.281, 1024 0.299
         -> 0.288; fft2 4096^2 281 -> 235 us."""
-        return len(self.radices) > 1 and not self.real_unpack and not self.tiles_in_shared
+        return len(self.radices) > 1 and not self.tiles_in_shared
 
     @property
     def swizzle_bits(self) -> int:
@@ -255,9 +260,8 @@ class StockhamPass:
 
     @property
     def uses_shared(self) -> bool:
-        """USES_SHARED in stockham.comp: exchanges between stages, tiles, or the real unpack
-        (which reads the line back from shared memory even after a single stage)."""
-        return len(self.radices) > 1 or self.tiles_in_shared or bool(self.real_unpack)
+        """USES_SHARED in stockham.comp: exchanges between stages, or tiles."""
+        return len(self.radices) > 1 or self.tiles_in_shared
 
     @property
     def sh_line(self) -> int:

@@ -72,13 +72,14 @@
 #endif
 
 // REAL_UNPACK = n: this is the length-n/2 transform of n real samples viewed as complex pairs;
-// the last stage leaves the line in shared memory and the store writes the n/2+1 bins of the
-// real transform (realfft.comp's UNPACK, fused). REAL_PACK = n: the reverse, applied as each
-// input element is loaded (realfft.comp's PACK, fused). REAL_TW: exp(-2 pi i m / n) in the tables.
-#ifdef REAL_UNPACK
-#define STORE_VIA_SHARED 1
-#else
+// the last stage writes the n/2+1 bins of the real transform (realfft.comp's UNPACK, fused)
+// straight from registers (see unpack_pair). REAL_PACK = n: the reverse, applied as each input
+// element is loaded (realfft.comp's PACK, fused). REAL_TW: exp(-2 pi i m / n) in the tables.
 #define STORE_VIA_SHARED STORE_TILED
+#ifdef REAL_UNPACK
+#define UNPACK_LAST 1
+#else
+#define UNPACK_LAST 0
 #endif
 
 #define USES_SHARED (NUM_STAGES > 1 || LOAD_TILED || STORE_VIA_SHARED)
@@ -134,8 +135,8 @@ uint swizzle(uint p, const uint m) { return p ^ (((p >> SWZ_BITS) * m) & (SWZ_BL
 
 // SH_HALVES: the exchanges between stages move the real parts, then the imaginary parts, through
 // a float array half the size (two more barriers per exchange), for lines whose vec2 array would
-// limit the workgroups an SM holds. Only between stages: tiles and the real unpack need vec2
-// (a STORE_LINE_FASTEST last stage stores from registers: no tile).
+// limit the workgroups an SM holds. Only between stages: tiles need vec2 (a STORE_LINE_FASTEST
+// last stage and the real unpack store from registers: no tile).
 #ifndef SH_HALVES
 #define SH_HALVES 0
 #endif
@@ -228,6 +229,34 @@ void store(uint line, uint k, vec2 x) {
     dst[OUT_ADDR(a, k)] = x * SCALE;
 }
 
+// Butterfly b (0, 1, ...) of invocation tid in a stage of `span` butterflies: j, and whether it
+// exists. `paired` (the last stage of a fused real unpack) hands them out in pairs, j = u and
+// span - u for pair u (u = 0: 0 and span / 2), so that each output Z[k] and its partner Z[N - k]
+// end in one invocation's registers: butterfly j's output r is k = j + r span, and N - k is
+// output R - 1 - r of butterfly span - j.
+bool butterfly(uint tid, uint b, const uint span, const bool paired, out uint j) {
+    if (paired) {
+        uint u = tid + (b / 2u) * THREADS;
+        j = b % 2u == 0u ? u : (u == 0u ? span / 2u : span - u);
+        return u < (span + 1u) / 2u && (b % 2u == 0u || u != 0u || span % 2u == 0u);
+    }
+    j = tid + b * THREADS;
+    return span % THREADS == 0u || j < span;
+}
+
+#ifdef REAL_UNPACK
+// X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2 (W = W_2N, Z[N] = Z[0]), and
+// X[N-k] from the same two values with W^(N-k) = -conj(W^k): a = Z[k], b = Z[N-k], k <= N. k =
+// N/2 (N even) is its own partner, written once.
+void unpack_pair(uint line, uint k, vec2 a, vec2 b) {
+    vec2 w = table[REAL_TW + k];
+    vec2 d = 0.5 * (a - vec2(b.x, -b.y)), d2 = 0.5 * (b - vec2(a.x, -a.y));
+    store(line, k, 0.5 * (a + vec2(b.x, -b.y)) + cmul(w, vec2(d.y, -d.x)));
+    if (2u * k != N)
+        store(line, N - k, 0.5 * (b + vec2(a.x, -a.y)) - cmul(vec2(w.x, -w.y), vec2(d2.y, -d2.x)));
+}
+#endif
+
 // Where butterfly j of a radix-R stage with stride Ns writes its output r = 0: r goes Ns further.
 uint stage_out(uint j, const uint R, const uint Ns) { return (j / Ns) * Ns * R + j % Ns; }
 
@@ -249,12 +278,14 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
 #ifdef FOURSTEP_TW_N
     uint d = line < pc.lines_total ? FOURSTEP_LINE(line_addr(line)) : 0u;  // the line's digit
 #endif
-    // This stage's butterflies per invocation; the guard folds away where THREADS divides span.
-    const uint nb = (span + THREADS - 1u) / THREADS;
-    const bool whole = span % THREADS == 0u;
+    // This stage's butterflies per invocation (pairs of them for the real unpack); the guard
+    // folds away where THREADS divides span.
+    const bool paired = UNPACK_LAST != 0 && last;
+    const uint nb = paired ? 2u * (((span + 1u) / 2u + THREADS - 1u) / THREADS)
+                           : (span + THREADS - 1u) / THREADS;
+    uint j;
     UNROLL for (uint b = 0u; b < nb; b++) {
-        uint j = tid + b * THREADS;
-        if (whole || j < span) {
+        if (butterfly(tid, b, span, paired, j)) {
             UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED && SH_HALVES
                 if (from_sh) v[b * R + r].x = SHF(ly, swizzle(j + r * span, m_in));
@@ -274,8 +305,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
         barrier();
         const uint ns_p = Ns / prev_r, span_p = N / prev_r;
         UNROLL for (uint b = 0u; b < (span_p + THREADS - 1u) / THREADS; b++) {
-            uint j = tid_p + b * THREADS;
-            if (span_p % THREADS == 0u || j < span_p) {
+            if (butterfly(tid_p, b, span_p, false, j)) {
                 uint out0 = stage_out(j, prev_r, ns_p);
                 UNROLL for (uint r = 0u; r < prev_r; r++)
                     SHF(ly_p, swizzle(out0 + r * ns_p, m_in)) = v[b * prev_r + r].y;
@@ -283,8 +313,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
         }
         barrier();
         UNROLL for (uint b = 0u; b < nb; b++) {
-            uint j = tid + b * THREADS;
-            if (whole || j < span) {
+            if (butterfly(tid, b, span, paired, j)) {
                 UNROLL for (uint r = 0u; r < R; r++)
                     v[b * R + r].y = SHF(ly, swizzle(j + r * span, m_in));
             }
@@ -296,8 +325,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
     if (from_sh && to_sh) barrier();
 #endif
     UNROLL for (uint b = 0u; b < nb; b++) {
-        uint j = tid + b * THREADS;
-        if (whole || j < span) {
+        if (butterfly(tid, b, span, paired, j)) {
             uint o = b * R;
             uint k = j % Ns;
             if (Ns > 1u) {
@@ -317,7 +345,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
                     v[o + r] = cmul(v[o + r], fourstep_twiddle(d, out0 + r * Ns));
             }
 #endif
-            UNROLL for (uint r = 0u; r < R; r++) {
+            if (!paired) UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED && SH_HALVES
                 if (to_sh) SHF(ly, swizzle(out0 + r * Ns, m_out)) = v[o + r].x;
                 else
@@ -329,6 +357,24 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
             }
         }
     }
+#ifdef REAL_UNPACK
+    // Each pair of butterflies (A = u, B = span - u) writes every X[k] of A's outputs with its
+    // partner from B; pair 0's butterflies (0 and span / 2) are each their own partners.
+    if (paired) UNROLL for (uint q = 0u; q < nb / 2u; q++) {
+        uint u = tid + q * THREADS;
+        const uint A = 2u * q * R, B = A + R;
+        if (u != 0u && u < (span + 1u) / 2u) {
+            UNROLL for (uint r = 0u; r < R; r++)
+                unpack_pair(line, u + r * span, v[A + r], v[B + R - 1u - r]);
+        } else if (u == 0u) {
+            UNROLL for (uint r = 0u; r <= R / 2u; r++)
+                unpack_pair(line, r * span, v[A + r], v[A + (R - r) % R]);
+            if (span % 2u == 0u)
+                UNROLL for (uint r = 0u; r <= (R - 1u) / 2u; r++)
+                    unpack_pair(line, span / 2u + r * span, v[B + r], v[B + R - 1u - r]);
+        }
+    }
+#endif
 #if USES_SHARED
     if (to_sh) barrier();
 #endif
@@ -388,26 +434,7 @@ void main() {
           LAST, TW, STAGE_IDS(LAST));
     FFT_STAGES
 #endif
-#ifdef REAL_UNPACK
-    // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2, k = 0..N (Z[N] = Z[0]).
-    // X[k] and X[N-k] come from the same Z[k] and Z[N-k], and W^(N-k) = -conj(W^k) (W = W_2N),
-    // so each invocation writes the pair for k = 0..N/2: half the shared-memory and table reads
-    // and half the iterations. k fastest: neighbouring invocations write neighbours, ascending
-    // for X[k] and descending for X[N-k]; k = N/2 (N even) is its own partner, written once.
-    const uint UNPACK_K = N / 2u + 1u;
-    UNROLL for (uint q = 0u; q < (LINES * UNPACK_K + GROUP_SIZE - 1u) / GROUP_SIZE; q++) {
-        uint e = e0 + q * GROUP_SIZE;
-        if (e < LINES * UNPACK_K) {
-            uint l = e / UNPACK_K, k = e % UNPACK_K;
-            vec2 a = SH(l, k), b = SH(l, (N - k) % N), w = table[REAL_TW + k];
-            vec2 d = 0.5 * (a - vec2(b.x, -b.y)), d2 = 0.5 * (b - vec2(a.x, -a.y));
-            store(first_line + l, k, 0.5 * (a + vec2(b.x, -b.y)) + cmul(w, vec2(d.y, -d.x)));
-            if (2u * k != N)
-                store(first_line + l, N - k,
-                      0.5 * (b + vec2(a.x, -a.y)) - cmul(vec2(w.x, -w.y), vec2(d2.y, -d2.x)));
-        }
-    }
-#elif STORE_TILED
+#if STORE_TILED
     UNROLL for (uint q = 0u; q < TILE_MOVES; q++) {
         uint e = e0 + q * GROUP_SIZE;
         if (e < LINES * N) store(first_line + e % LINES, e / LINES, SH(e % LINES, e / LINES));

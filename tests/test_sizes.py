@@ -77,3 +77,17 @@ def test_lengths_just_above_each_pass_count_boundary(backend):
     fmax = limits.max_shared_bytes // (8 * planner.TILE_LINES)
     three = first_above(fmax * fmax, 3, limits)
     assert len(check(three, 1, backend).passes) == 3
+
+
+def test_real_transforms_of_even_lengths(backend):
+    """rfft of every even length to 160 (the fused unpack of n/2 = 1..80 points: every radix
+    order, odd and even last-stage spans) and of longer ones (several butterflies per invocation,
+    four-step and Bluestein halves with a separate unpack), and irfft back."""
+    rng = np.random.default_rng(5)
+    for n in list(range(2, 161, 2)) + [384, 1000, 1536, 2000, 2048, 2402, 4096, 6250, 8192, 12000]:
+        x = rng.standard_normal((3, n)).astype(np.float32)
+        ref = np.fft.rfft(x.astype(np.float64))
+        factor = 2.0 if planner.radices_for(n // 2) is None else 1.0
+        got = pyfftgl.rfft(x, backend=backend)
+        assert_accurate(got, ref, n, factor)
+        assert_accurate(pyfftgl.irfft(got, n=n, backend=backend), x.astype(np.float64), n, factor)
