@@ -42,6 +42,9 @@ REGISTER_TARGET = 32
 MAX_REGISTERS = 64
 # Pad shared memory against bank conflicts unless a tuned entry says otherwise.
 SH_PAD = False
+# The fused real unpack from registers from this many invocations per line (see
+# StockhamPass.unpack_in_registers).
+UNPACK_REGS_THREADS = 64
 # Four-step twiddles W^(d k) = HI[d][k / LEN] * LO[d][k % LEN]: a warp's consecutive k share d.
 FOURSTEP_LO_LEN = 32
 
@@ -189,7 +192,7 @@ class StockhamPass:
         """Complex values an invocation holds in a stage, at most (REGS in the kernel). The last
         stage of a fused real unpack takes its butterflies in pairs (stockham.comp's butterfly)."""
         regs = _registers(self.n, self.radices, self.threads)
-        if self.real_unpack and self.radices:
+        if self.unpack_in_registers:
             r = self.radices[-1]
             regs = max(regs, 2 * r * -(-((self.n // r + 1) // 2) // self.threads))
         return regs
@@ -230,6 +233,14 @@ class StockhamPass:
         return bool(self.fourstep_n) and self.line_fastest and self.line_dims[0] < self.lines
 
     @property
+    def unpack_in_registers(self) -> bool:
+        """The fused real unpack writes X[k] and X[N-k] from the last stage's registers, its
+        butterflies taken in pairs (UNPACK_REGS in stockham.comp), where a line has at least
+        UNPACK_REGS_THREADS invocations; shorter lines go through shared memory, where a
+        workgroup's lines are written as one run."""
+        return bool(self.real_unpack) and bool(self.radices) and self.threads >= UNPACK_REGS_THREADS
+
+    @property
     def sh_halves(self) -> bool:
         """The exchanges between stages move real parts, then imaginary parts, through a float
         array (SH_HALVES in stockham.comp): half the shared memory per line, two more barriers
@@ -238,7 +249,8 @@ class StockhamPass:
         batched over 2^26 elements: N = 4096 0.415 -> 0.272 ms (63 -> 96% of copy; 122 -> 80
         registers), 3125 0.515 -> 0.341, 1536 0.324 -> 0.278, 2048 0.307 -> 0.281, 1024 0.299
         -> 0.288; fft2 4096^2 281 -> 235 us."""
-        return len(self.radices) > 1 and not self.tiles_in_shared
+        return (len(self.radices) > 1 and not self.tiles_in_shared
+                and (self.unpack_in_registers or not self.real_unpack))
 
     @property
     def swizzle_bits(self) -> int:
@@ -260,8 +272,10 @@ class StockhamPass:
 
     @property
     def uses_shared(self) -> bool:
-        """USES_SHARED in stockham.comp: exchanges between stages, or tiles."""
-        return len(self.radices) > 1 or self.tiles_in_shared
+        """USES_SHARED in stockham.comp: exchanges between stages, tiles, or the real unpack
+        from shared memory (which reads the line back even after a single stage)."""
+        return (len(self.radices) > 1 or self.tiles_in_shared
+                or (bool(self.real_unpack) and not self.unpack_in_registers))
 
     @property
     def sh_line(self) -> int:
@@ -352,6 +366,7 @@ class StockhamPass:
         for key, n in (("REAL_UNPACK", self.real_unpack), ("REAL_PACK", self.real_pack)):
             if n:
                 d[key] = f"{n}u"
+                d["UNPACK_REGS"] = int(self.unpack_in_registers)
                 d["REAL_TW"] = f"{offsets.get(('twiddle', n), 0)}u"
         return d
 
@@ -821,7 +836,7 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
                 cur[ax] = n // 2
                 add_c2c(ax, False, "backward")
                 last = passes[-1]
-                fused = _fusable(last, n) and _wider(
+                fused = _fusable(last, n) and _unpack_shape(
                     replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
                             scale=norm_scale(n, norm, False)), limits)
                 if fused and fused.shared_bytes > limits.max_shared_bytes:
@@ -886,6 +901,16 @@ def _fusable(p, n: int) -> bool:
     return (isinstance(p, StockhamPass) and p.n == n // 2 and len(p.radices) >= 1
             and p.line_dims == (1, 1, 1) and not p.load_tiled and not p.store_tiled
             and p.pre_mul is None and p.post_mul is None)
+
+
+def _unpack_shape(p: StockhamPass, limits: Limits) -> StockhamPass:
+    """The shape of the pass with the fused unpack: from registers, the smallest radix last
+    (the most butterflies, so the most pairs for the invocations); else _wider."""
+    if p.unpack_in_registers:
+        r = list(p.radices)
+        r.append(r.pop(len(r) - 1 - r[::-1].index(min(r))))
+        return replace(p, radices=tuple(r))
+    return _wider(p, limits)
 
 
 def _wider(p: StockhamPass, limits: Limits) -> StockhamPass:

@@ -75,8 +75,15 @@
 // the last stage writes the n/2+1 bins of the real transform (realfft.comp's UNPACK, fused)
 // straight from registers (see unpack_pair). REAL_PACK = n: the reverse, applied as each input
 // element is loaded (realfft.comp's PACK, fused). REAL_TW: exp(-2 pi i m / n) in the tables.
+#ifndef UNPACK_REGS
+#define UNPACK_REGS 0
+#endif
+#if defined(REAL_UNPACK) && !UNPACK_REGS
+#define STORE_VIA_SHARED 1
+#else
 #define STORE_VIA_SHARED STORE_TILED
-#ifdef REAL_UNPACK
+#endif
+#if defined(REAL_UNPACK) && UNPACK_REGS
 #define UNPACK_LAST 1
 #else
 #define UNPACK_LAST 0
@@ -358,20 +365,34 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
         }
     }
 #ifdef REAL_UNPACK
-    // Each pair of butterflies (A = u, B = span - u) writes every X[k] of A's outputs with its
-    // partner from B; pair 0's butterflies (0 and span / 2) are each their own partners.
+    // Pair u's R slots each write X[k] and X[N - k]: k = u + r span from butterfly A = u, its
+    // partner from B = span - u. Pair 0's butterflies (0 and span / 2) are their own partners;
+    // its slots take A's pairs (r, R - r), then B's (r, R - 1 - r), and X[N/2] (A's or B's own)
+    // comes after. The same stores in every lane, only the operands differ for pair 0, so the
+    // warp holding it does not run a second path.
     if (paired) UNROLL for (uint q = 0u; q < nb / 2u; q++) {
         uint u = tid + q * THREADS;
-        const uint A = 2u * q * R, B = A + R;
-        if (u != 0u && u < (span + 1u) / 2u) {
-            UNROLL for (uint r = 0u; r < R; r++)
-                unpack_pair(line, u + r * span, v[A + r], v[B + R - 1u - r]);
-        } else if (u == 0u) {
-            UNROLL for (uint r = 0u; r <= R / 2u; r++)
-                unpack_pair(line, r * span, v[A + r], v[A + (R - r) % R]);
-            if (span % 2u == 0u)
-                UNROLL for (uint r = 0u; r <= (R - 1u) / 2u; r++)
-                    unpack_pair(line, span / 2u + r * span, v[B + r], v[B + R - 1u - r]);
+        const uint A = 2u * q * R, B = A + R, h = (R + 1u) / 2u;
+        if (u < (span + 1u) / 2u) {
+            UNROLL for (uint r = 0u; r < R; r++) {
+                uint k = u + r * span;
+                vec2 a = v[A + r], b = v[B + R - 1u - r];
+                if (u == 0u) {
+                    if (r < h) {
+                        k = r * span;
+                        b = v[A + (R - r) % R];
+                    } else {
+                        k = span / 2u + (r - h) * span;
+                        a = v[B + r - h];
+                        b = v[B + R - 1u - (r - h)];
+                    }
+                }
+                if (u != 0u || r < h || span % 2u == 0u) unpack_pair(line, k, a, b);
+            }
+            if (u == 0u && N % 2u == 0u) {
+                vec2 z = v[R % 2u == 0u ? A + R / 2u : B + (R - 1u) / 2u];
+                unpack_pair(line, N / 2u, z, z);
+            }
         }
     }
 #endif
@@ -434,7 +455,18 @@ void main() {
           LAST, TW, STAGE_IDS(LAST));
     FFT_STAGES
 #endif
-#if STORE_TILED
+#if defined(REAL_UNPACK) && !UNPACK_REGS
+    // From shared memory: each invocation writes a pair for k = 0..N/2, neighbouring
+    // invocations neighbouring k, so the workgroup's lines are written as one run.
+    const uint UNPACK_K = N / 2u + 1u;
+    UNROLL for (uint q = 0u; q < (LINES * UNPACK_K + GROUP_SIZE - 1u) / GROUP_SIZE; q++) {
+        uint e = e0 + q * GROUP_SIZE;
+        if (e < LINES * UNPACK_K) {
+            uint l = e / UNPACK_K, k = e % UNPACK_K;
+            unpack_pair(first_line + l, k, SH(l, k), SH(l, (N - k) % N));
+        }
+    }
+#elif STORE_TILED
     UNROLL for (uint q = 0u; q < TILE_MOVES; q++) {
         uint e = e0 + q * GROUP_SIZE;
         if (e < LINES * N) store(first_line + e % LINES, e / LINES, SH(e % LINES, e / LINES));
