@@ -42,9 +42,9 @@ REGISTER_TARGET = 32
 MAX_REGISTERS = 64
 # Pad shared memory against bank conflicts unless a tuned entry says otherwise.
 SH_PAD = False
-# The fused real unpack from registers from this many invocations per line (see
+# The fused real unpack goes from registers on half-length lines of this many points or more (see
 # StockhamPass.unpack_in_registers).
-UNPACK_REGS_THREADS = 64
+UNPACK_REGS_MIN_N = 1000
 # Four-step twiddles W^(d k) = HI[d][k / LEN] * LO[d][k % LEN]: a warp's consecutive k share d.
 FOURSTEP_LO_LEN = 32
 
@@ -234,11 +234,19 @@ class StockhamPass:
 
     @property
     def unpack_in_registers(self) -> bool:
-        """The fused real unpack writes X[k] and X[N-k] from the last stage's registers, its
-        butterflies taken in pairs (UNPACK_REGS in stockham.comp), where a line has at least
-        UNPACK_REGS_THREADS invocations; shorter lines go through shared memory, where a
-        workgroup's lines are written as one run."""
-        return bool(self.real_unpack) and bool(self.radices) and self.threads >= UNPACK_REGS_THREADS
+        """The fused real unpack writes X[k] and X[N-k] straight from the last stage's registers,
+        its butterflies taken in pairs (UNPACK_REGS in stockham.comp), on lines of
+        UNPACK_REGS_MIN_N points or more: no trip through shared memory after the last stage, and
+        the exchanges go in halves. Shorter lines go through shared memory, where a workgroup's
+        lines are written as one run. H200, one process per variant, best of three rounds,
+        Vulkan / GL: rfft2 4096^2 139.3 -> 133.0 / 172.5 -> 173.1 us (row pass 50.9 -> 45.5 /
+        63.5 -> 63.6), 2048^2 44.1 -> 44.7 / 50.8 -> 53.8 (row pass 14.9 -> 14.2 / 15.4 -> 16.2);
+        batched rfft over 2^26 reals, n = 2000 190.6 -> 165.9 / 281.3 -> 235.6 us, 2048 174.8 ->
+        163.3 / 218.7 -> 218.2, 4096 182.8 -> 157.1 / 236.4 -> 233.9, 12000 359.6 -> 250.9 /
+        518.7 -> 466.7. Not below 1000 points: rfft2 1024^2 (512) 17.3 -> 18.1 / 18.5 -> 21.4,
+        n = 1024 and 256 unchanged / 8% faster on GL, n = 64 (4 invocations per line, whose
+        stores no longer coalesce across lines) twice as slow."""
+        return bool(self.real_unpack) and len(self.radices) > 0 and self.n >= UNPACK_REGS_MIN_N
 
     @property
     def sh_halves(self) -> bool:
@@ -904,8 +912,11 @@ def _fusable(p, n: int) -> bool:
 
 
 def _unpack_shape(p: StockhamPass, limits: Limits) -> StockhamPass:
-    """The shape of the pass with the fused unpack: from registers, the smallest radix last
-    (the most butterflies, so the most pairs for the invocations); else _wider."""
+    """The shape of the pass with the fused unpack: from registers, the smallest radix last (it
+    has the most butterflies, so as many pairs as the other stages have butterflies: the tuned
+    [4,8,8,8] x 256 of 2048 points leaves half its invocations idle in a last radix-8 stage,
+    [8,8,8,4] none; Vulkan, rfft2 4096^2's row pass 51.1 -> 46.7 us, against 66.1 with [4,8,8,8]
+    x 512 and 60.7 with [8,8,8,4] x 512, in an earlier form of the pairs); else _wider."""
     if p.unpack_in_registers:
         r = list(p.radices)
         r.append(r.pop(len(r) - 1 - r[::-1].index(min(r))))

@@ -72,9 +72,11 @@
 #endif
 
 // REAL_UNPACK = n: this is the length-n/2 transform of n real samples viewed as complex pairs;
-// the last stage writes the n/2+1 bins of the real transform (realfft.comp's UNPACK, fused)
-// straight from registers (see unpack_pair). REAL_PACK = n: the reverse, applied as each input
-// element is loaded (realfft.comp's PACK, fused). REAL_TW: exp(-2 pi i m / n) in the tables.
+// the store writes the n/2+1 bins of the real transform (realfft.comp's UNPACK, fused, see
+// unpack_pair): with UNPACK_REGS from the last stage's registers, its butterflies taken in pairs
+// (see butterfly), else from the line left in shared memory by the last stage. REAL_PACK = n:
+// the reverse, applied as each input element is loaded (realfft.comp's PACK, fused). REAL_TW:
+// exp(-2 pi i m / n) in the tables.
 #ifndef UNPACK_REGS
 #define UNPACK_REGS 0
 #endif
@@ -142,8 +144,8 @@ uint swizzle(uint p, const uint m) { return p ^ (((p >> SWZ_BITS) * m) & (SWZ_BL
 
 // SH_HALVES: the exchanges between stages move the real parts, then the imaginary parts, through
 // a float array half the size (two more barriers per exchange), for lines whose vec2 array would
-// limit the workgroups an SM holds. Only between stages: tiles need vec2 (a STORE_LINE_FASTEST
-// last stage and the real unpack store from registers: no tile).
+// limit the workgroups an SM holds. Only between stages: tiles and the real unpack from shared
+// memory need vec2 (a STORE_LINE_FASTEST last stage and UNPACK_REGS store from registers).
 #ifndef SH_HALVES
 #define SH_HALVES 0
 #endif

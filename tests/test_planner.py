@@ -257,10 +257,10 @@ def test_fused_real_unpack_counts_and_fits_its_shared_memory():
 
 
 def test_fused_real_unpack_takes_twice_the_invocations_from_64():
-    # The pass with the fused unpack: twice the invocations per line of the same half-length
-    # transform planned alone (capped by its smallest radix's butterflies), in half the lines;
-    # lines with fewer than 64 invocations and the pack (irfft) keep their shape.
-    for n in (64, 256, 2048, 4096, 12000):
+    # The pass with the fused unpack from shared memory: twice the invocations per line of the
+    # same half-length transform planned alone (capped by its smallest radix's butterflies), in
+    # half the lines; lines with fewer than 64 invocations and the pack (irfft) keep their shape.
+    for n in (64, 256, 1024, 1536):
         alone = planner.plan_fft(n // 2, 64, False, "backward", GPU).passes[0]
         fused = planner.plan_steps((64, n // 2), [("r2c", 1, n, "backward")], GPU).passes[0]
         pack = planner.plan_steps((64, n // 2 + 1), [("c2r", 1, n, "backward")], GPU).passes[0]
@@ -270,7 +270,25 @@ def test_fused_real_unpack_takes_twice_the_invocations_from_64():
                                                             alone.n // min(alone.radices), 1024)
         assert fused.threads == want
         assert fused.lines == max(1, alone.lines * alone.threads // want)
-    assert planner.plan_steps((64, 1024), [("r2c", 1, 2048, "backward")], GPU).passes[0].threads == 256
+    assert planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU).passes[0].threads == 128
+
+
+def test_fused_real_unpack_from_registers_on_long_lines():
+    # From UNPACK_REGS_MIN_N points the unpack stores from the last stage's registers: the same
+    # invocations and radices as the half-length transform alone, the smallest radix last, the
+    # exchanges in halves, and registers for a pair of last-stage butterflies per invocation.
+    for n in (2000, 2048, 4096, 8192, 12000):
+        alone = planner.plan_fft(n // 2, 64, False, "backward", GPU).passes[0]
+        fused = planner.plan_steps((64, n // 2), [("r2c", 1, n, "backward")], GPU).passes[0]
+        assert fused.real_unpack == n and fused.unpack_in_registers and fused.sh_halves
+        assert fused.defines()["UNPACK_REGS"] == 1
+        assert (fused.threads, fused.lines) == (alone.threads, alone.lines)
+        assert sorted(fused.radices) == sorted(alone.radices)
+        assert fused.radices[-1] == min(alone.radices)
+        r = fused.radices[-1]
+        assert fused.registers >= 2 * r * -(-((n // 2 // r + 1) // 2) // fused.threads)
+    short = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU).passes[0]
+    assert not short.unpack_in_registers and short.defines()["UNPACK_REGS"] == 0
 
 
 def test_shapes_sized_by_halves_only_for_1d_four_step_tiles():

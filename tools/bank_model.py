@@ -82,7 +82,9 @@ def model(p, stagger_words=None, block=None):
         first, last = s == 0, s == S - 1
         prev_r = rad[s - 1] if s else 0
         from_sh = (not first) or (p.load_tiled and not lf_all)
-        to_sh = (not last) or p.real_unpack
+        # the unpack from registers stores straight after the last stage (its reads are
+        # modelled in plain butterfly order, not in pairs)
+        to_sh = (not last) or (p.real_unpack and not p.unpack_in_registers)
         span = N // R
         m_in = swizzle_m(N, prev_r, Ns // prev_r, block) if prev_r else 0
         m_out = 0 if last else swizzle_m(N, R, Ns, block)
