@@ -135,14 +135,15 @@ def random_fill(device, buf, seed: int = 0) -> None:
 
 
 def _timed(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.3,
-           fill: bool = True) -> float:
+           fill: bool = True, dispatches: list | None = None) -> float:
     """Best GPU ms of a plan's dispatches alone on random input, recorded `repeat` times back to
     back in one submission: the GPU is kept busy for milliseconds, so its clocks are up and one
     dispatch's launch gap is not the measurement. Random data, not zeros: a GPU may move
-    compressible (zero) memory faster, which would flatter the numbers."""
+    compressible (zero) memory faster, which would flatter the numbers. `dispatches`: only
+    these of the plan's."""
     if fill:
         random_fill(device_plan.device, device_plan._buffers["in"])
-    sub = device_plan.device.record(list(device_plan._dispatches) * repeat)
+    sub = device_plan.device.record(list(dispatches or device_plan._dispatches) * repeat)
     _warm(device_plan.device, sub, warm)
     return best_of(lambda: sub.run(timed=True), reps) / 1e6 / repeat
 
@@ -416,7 +417,9 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
     """Time every planner.shape_candidates() shape of length n on each backend, check it against
     numpy, and keep the fastest in the device's wisdom file. A size n is timed on a batched
     length-n C2C (contiguous lines); planner.tiled_key(n) on the strided passes of a batched
-    length-n*n C2C split n x n (four-step), where the planner splits it so on this device."""
+    length-n*n C2C split n x n (four-step), where the planner splits it so on this device, else
+    on the two column passes of an fft2 with columns of n*n (n = 64 on the H200, where 4096 is
+    one pass; its 4096^2 at the default 2^24 elements)."""
     from dataclasses import replace
     from .plans import TransformPlan
     found_all = {}
@@ -428,35 +431,46 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             n, tiled = planner.key_length(key)
             length = n * n if tiled else n
             batch = max(1, elements // length)
+            # the columns of an fft2 where a length-n*n line is one pass here
+            square = tiled and len(planner.plan_fft(length, 1, False, "backward", base).passes) == 1
+            if square:  # batch: the fft2's columns, as many as `elements` makes (at least 16)
+                batch = max(16, elements // length)
+
+            def plan_of(lines, lim):
+                if square:
+                    return planner.plan_c2c((length, lines), (1, 0), False, "backward", lim)
+                return planner.plan_fft(length, lines, False, "backward", lim)
             bufs = {b: device.buffer(batch * length * planner.COMPLEX64_BYTES, device_only=True)
                     for b in ("in", "out")}
             random_fill(device, bufs["in"])
-            x = (rng.standard_normal((3, length))
-                 + 1j * rng.standard_normal((3, length))).astype(np.complex64)
-            ref = np.fft.fft(x.astype(np.complex128))
+            x = (rng.standard_normal((length, 16) if square else (3, length))
+                 + 1j * rng.standard_normal((length, 16) if square else (3, length))
+                 ).astype(np.complex64)
+            ref = (np.fft.fft2 if square else np.fft.fft)(x.astype(np.complex128))
             timings = []
             for cand in planner.shape_candidates(n, base):
                 lim = replace(base, tuned=((key,) + cand,))
-                spec = planner.plan_fft(length, batch, False, "backward", lim)
-                if (len(spec.passes) != (2 if tiled else 1) or any(
-                        p.n != n or _shape(p) != _cand_shape(cand) for p in spec.passes)):
+                spec = plan_of(batch, lim)
+                timed = spec.passes[1:] if square else spec.passes
+                if (len(timed) != (2 if tiled else 1) or any(
+                        p.n != n or _shape(p) != _cand_shape(cand) for p in timed)):
                     continue  # does not fit this device as asked
-                small = TransformPlan(planner.plan_fft(length, 3, False, "backward", lim), device,
-                                      lim, "backward")
+                small = TransformPlan(plan_of(16 if square else 3, lim), device, lim, "backward")
                 y = small.execute(x)
                 if np.linalg.norm(y - ref) / np.linalg.norm(ref) > 1e-5:
                     echo(f"  {name} {key}: {cand}: WRONG RESULT, skipped")
                     continue
                 plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
                 gc.collect()  # dropped plans' Vulkan objects gone before timing (see run())
-                t = _timed(plan, reps=reps, warm=0.1, fill=False)
-                timings.append((t, cand, spec.passes[0].lines))
+                t = _timed(plan, reps=reps, warm=0.1, fill=False,  # the timed passes alone
+                           dispatches=[d for ds in plan.pass_dispatches[-len(timed):] for d in ds])
+                timings.append((t, cand, timed[0].lines))
             if not timings:
                 continue
             timings.sort(key=lambda r: r[0])
             t, cand, lines = timings[0]
             # the shape the planner takes now, with the wisdom the device started with
-            now = planner.plan_fft(length, batch, False, "backward", device.info.limits).passes[0]
+            now = plan_of(batch, device.info.limits).passes[1 if square else 0]
             dt = next((r[0] for r in timings if _cand_shape(r[1]) == _shape(now)), None)
             echo(f"{name:6s} {wisdom.file_key(key):>10s}: best {t:.4f} ms {list(cand[0])} threads "
                  f"{cand[1]} lines {lines} pad {cand[3]}; now {dt if dt is None else round(dt, 4)}"

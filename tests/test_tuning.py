@@ -135,3 +135,20 @@ def test_tune_times_strided_passes_apart(tmp_path, monkeypatch):
     own = planner.tuned_shape(128, lim)  # contiguous lines keep their own entry or the default
     assert planner.plan_fft(128, 2, False, "backward", lim).passes[0].radices == \
         (tuple(own[0]) if own else planner.radices_for(128))
+
+
+def test_tune_times_strided_passes_of_a_one_pass_square_on_2d_columns(tmp_path, monkeypatch):
+    # 64 * 64 is one pass here, so tiled:64 is timed on the two column passes of a 4096 x 16
+    # fft2 (each candidate checked against numpy first), and the planner follows the winner there
+    monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(bench, "TILED_GAIN", 10.0)
+    key = planner.tiled_key(64)
+    dev = get_device("vulkan")
+    assert len(planner.plan_fft(4096, 1, False, "backward", dev.info.limits).passes) == 1
+    found = bench.tune((key,), backends=("vulkan",), elements=1 << 15, reps=1,
+                       echo=lambda *a: None)
+    e = found["vulkan"][key]
+    assert int(np.prod(e["radices"])) == 64 and len(e["ranking"]) >= 3
+    lim = dataclasses.replace(dev.info.limits, tuned=wisdom.load(dev.info.name, "vulkan"))
+    cols = planner.plan_c2c((4096, 16), (1, 0), False, "backward", lim).passes[1:]
+    assert [p.radices for p in cols] == [tuple(e["radices"])] * 2
