@@ -435,6 +435,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             square = tiled and len(planner.plan_fft(length, 1, False, "backward", base).passes) == 1
             if square:  # batch: the fft2's columns, as many as `elements` makes (at least 16)
                 batch = max(16, elements // length)
+            check = 16 if square else 3  # lines of the check against numpy
 
             def plan_of(lines, lim):
                 if square:
@@ -443,9 +444,8 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             bufs = {b: device.buffer(batch * length * planner.COMPLEX64_BYTES, device_only=True)
                     for b in ("in", "out")}
             random_fill(device, bufs["in"])
-            x = (rng.standard_normal((length, 16) if square else (3, length))
-                 + 1j * rng.standard_normal((length, 16) if square else (3, length))
-                 ).astype(np.complex64)
+            xshape = (length, check) if square else (check, length)
+            x = (rng.standard_normal(xshape) + 1j * rng.standard_normal(xshape)).astype(np.complex64)
             ref = (np.fft.fft2 if square else np.fft.fft)(x.astype(np.complex128))
             timings = []
             for cand in planner.shape_candidates(n, base):
@@ -455,7 +455,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
                 if (len(timed) != (2 if tiled else 1) or any(
                         p.n != n or _shape(p) != _cand_shape(cand) for p in timed)):
                     continue  # does not fit this device as asked
-                small = TransformPlan(plan_of(16 if square else 3, lim), device, lim, "backward")
+                small = TransformPlan(plan_of(check, lim), device, lim, "backward")
                 y = small.execute(x)
                 if np.linalg.norm(y - ref) / np.linalg.norm(ref) > 1e-5:
                     echo(f"  {name} {key}: {cand}: WRONG RESULT, skipped")

@@ -246,7 +246,7 @@ class StockhamPass:
         518.7 -> 466.7. Not below 1000 points: rfft2 1024^2 (512) 17.3 -> 18.1 / 18.5 -> 21.4,
         n = 1024 and 256 unchanged / 8% faster on GL, n = 64 (4 invocations per line, whose
         stores no longer coalesce across lines) twice as slow."""
-        return bool(self.real_unpack) and len(self.radices) > 0 and self.n >= UNPACK_REGS_MIN_N
+        return bool(self.real_unpack) and self.n >= UNPACK_REGS_MIN_N
 
     @property
     def sh_halves(self) -> bool:
@@ -848,8 +848,8 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
                     replace(last, real_unpack=n, dst=Layout(n // 2 + 1),
                             scale=norm_scale(n, norm, False)), limits)
                 if fused and fused.shared_bytes > limits.max_shared_bytes:
-                    fused = replace(fused, sh_stagger=False)  # the vec2 line, unstaggered
-                # the unpack rides on the half-length FFT's store where its vec2 line fits
+                    fused = replace(fused, sh_stagger=False)  # the line, unstaggered
+                # the unpack rides on the half-length FFT's store where its line fits
                 if fused and fused.shared_bytes <= limits.max_shared_bytes:
                     passes[-1] = fused
                     cur[ax] = n // 2 + 1
@@ -919,8 +919,8 @@ def _unpack_shape(p: StockhamPass, limits: Limits) -> StockhamPass:
     x 512 and 60.7 with [8,8,8,4] x 512, in an earlier form of the pairs); else _wider."""
     if p.unpack_in_registers:
         r = list(p.radices)
-        r.append(r.pop(len(r) - 1 - r[::-1].index(min(r))))
-        return replace(p, radices=tuple(r))
+        last = max(i for i, x in enumerate(r) if x == min(r))  # the last of the smallest
+        return replace(p, radices=tuple(r[:last] + r[last + 1:] + [r[last]]))
     return _wider(p, limits)
 
 
