@@ -61,6 +61,34 @@ def test_buffer_write_read(name):
     assert np.array_equal(dev.read(buf, 8), np.arange(8, dtype=np.float32))
 
 
+def test_gl_large_buffers_take_vulkan_memory_where_the_drivers_share_it():
+    """Buffers of VULKAN_MEMORY_MIN_BYTES or more come from Vulkan where GL can import it (NVIDIA:
+    twice the bandwidth of GL's own 512 MB buffers), else from GL; either way the transform is
+    right, no GL error is left behind, and dropping a buffer frees its memory."""
+    import gc
+
+    from pyfftgl.backends import gl
+    dev = get_device("gl")
+    rows = gl.VULKAN_MEMORY_MIN_BYTES // (8 * 4096)  # a 4096-point batch filling the minimum
+    x = (np.random.default_rng(1).standard_normal((rows, 4096)) + 0.5j).astype(np.complex64)
+    ref = np.fft.fft(x.astype(np.complex128))
+    got = pyfftgl.fft(x, backend="gl")
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-6
+    assert dev.ctx.error == "GL_NO_ERROR"
+    if not dev.vulkan_memory:
+        pytest.skip(f"this GL driver does not take Vulkan's memory: {dev.vulkan_memory_note}")
+    live = dev._vkmemory.live
+    big, small = dev.buffer(gl.VULKAN_MEMORY_MIN_BYTES), dev.buffer(gl.VULKAN_MEMORY_MIN_BYTES - 4)
+    assert big.vulkan_memory and not small.vulkan_memory
+    assert dev._vkmemory.live == live + 1
+    dev.write(big, np.arange(1 << 20, dtype=np.float32))
+    assert np.array_equal(dev.read(big, 1 << 20), np.arange(1 << 20, dtype=np.float32))
+    del big
+    gc.collect()
+    assert dev._vkmemory.live == live
+    assert dev.ctx.error == "GL_NO_ERROR"
+
+
 def test_spirv_cache_by_source_hash(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
     src = shaders.assemble("stockham.comp", {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import time
+import weakref
 from typing import Sequence
 
 import numpy as np
@@ -19,6 +20,9 @@ from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Kernel, Limit
 
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
 GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
+# Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): on the H200
+# GL's own placement halved the speed from 256 MB buffers up and left 128 MB ones at full speed.
+VULKAN_MEMORY_MIN_BYTES = 1 << 25
 
 
 def _shared_memory_size() -> int:
@@ -39,9 +43,12 @@ def _shared_memory_size() -> int:
 
 
 class GLBuffer(Buffer):
-    def __init__(self, buf, nbytes: int):
+    def __init__(self, buf, nbytes: int, release=None):
         self.buf = buf
         self.nbytes = nbytes
+        self.vulkan_memory = release is not None  # see _vkmemory
+        if release is not None:  # not at exit: the context may be gone by then
+            weakref.finalize(self, release).atexit = False
 
 
 class GLProgram(Program):
@@ -129,7 +136,11 @@ class GLSubmission(Submission):
 
 
 class GLDevice(Device):
-    def __init__(self, ctx=None):
+    """`vulkan_memory`: take the memory of buffers of VULKAN_MEMORY_MIN_BYTES or more from Vulkan
+    where the drivers share it (see _vkmemory). After the first such buffer, `vulkan_memory` says
+    whether they do, and `vulkan_memory_note` why not."""
+
+    def __init__(self, ctx=None, vulkan_memory: bool = True):
         try:
             import moderngl
         except ImportError as e:
@@ -149,6 +160,8 @@ class GLDevice(Device):
         # program alive until released by hand, so evicted plans would hold their memory.
         ctx.gc_mode = "auto"
         self.ctx = ctx
+        self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
+        self._vkmemory, self._vkmemory_worked = None, False
         gi = ctx.info
         renderer = gi["GL_RENDERER"]
         self.info = DeviceInfo(
@@ -177,10 +190,29 @@ class GLDevice(Device):
         return GLProgram(shader, tuple(push_names))
 
     def buffer(self, nbytes, data=None, device_only=False):
-        buf = GLBuffer(self.ctx.buffer(reserve=max(4, nbytes)), nbytes)
+        buf = self._vulkan_buffer(nbytes) if nbytes >= VULKAN_MEMORY_MIN_BYTES else None
+        if buf is None:
+            buf = GLBuffer(self.ctx.buffer(reserve=max(4, nbytes)), nbytes)
         if data is not None:
             self.write(buf, data)
         return buf
+
+    def _vulkan_buffer(self, nbytes: int) -> GLBuffer | None:
+        """A buffer of Vulkan's memory; None where the drivers do not share it (decided by the
+        first such buffer) or where this allocation failed (GL's own may still succeed)."""
+        if not self.vulkan_memory:
+            return None
+        try:
+            if self._vkmemory is None:
+                from ._vkmemory import VulkanMemory
+                self._vkmemory = VulkanMemory(self.ctx)
+            buf, release = self._vkmemory.buffer(nbytes)
+        except (OSError, AttributeError) as e:  # AttributeError: a GL library without a symbol
+            if not self._vkmemory_worked:
+                self.vulkan_memory, self.vulkan_memory_note = False, str(e)
+            return None
+        self._vkmemory_worked = True
+        return GLBuffer(buf, nbytes, release)
 
     def write(self, buf, data):
         # Through a CPU-side staging buffer copied on the GPU: a kernel's buffer written with
