@@ -224,7 +224,15 @@ class GLDevice(Device):
 
     def read(self, buf, count):
         self.ctx.memory_barrier()
-        return np.frombuffer(buf.buf.read(size=count * 4), np.float32).copy()
+        src = buf.buf
+        if buf.vulkan_memory:  # imported memory cannot be mapped: read a GL copy of it
+            src = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
+            self.ctx.copy_buffer(src, buf.buf, size=count * 4)
+        try:
+            return np.frombuffer(src.read(size=count * 4), np.float32).copy()
+        finally:
+            if src is not buf.buf:
+                src.release()
 
     def finish(self):
         self.ctx.finish()
