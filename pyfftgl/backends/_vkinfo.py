@@ -151,10 +151,10 @@ def _load() -> ctypes.CDLL:
                       "install the Vulkan loader (e.g. libvulkan1)") from e
 
 
-@contextlib.contextmanager
-def instance(lib: ctypes.CDLL):
-    """A live VkInstance and a `proc(name, restype, *argtypes)` resolving its entry points;
-    (None, None) when no instance can be created (no driver)."""
+def open_instance(lib: ctypes.CDLL):
+    """(VkInstance, proc, destroy) for a new instance, `proc(name, restype, *argtypes)` resolving
+    its entry points and destroy() ending it; (None, None, None) when none can be created (no
+    driver)."""
     create = lib.vkCreateInstance
     create.restype = c_int32
     create.argtypes = [POINTER(VkInstanceCreateInfo), c_void_p, POINTER(c_void_p)]
@@ -168,8 +168,7 @@ def instance(lib: ctypes.CDLL):
                                 pApplicationInfo=ctypes.pointer(app))
     handle = c_void_p()
     if create(byref(info), None, byref(handle)) != 0:
-        yield None, None
-        return
+        return None, None, None
 
     # Entry points must come from vkGetInstanceProcAddr on the live instance; null if the
     # loader cannot resolve them.
@@ -180,10 +179,19 @@ def instance(lib: ctypes.CDLL):
         return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
 
     destroy = proc(b"vkDestroyInstance", None, c_void_p, c_void_p)
+    return handle, proc, lambda: destroy(handle, None)
+
+
+@contextlib.contextmanager
+def instance(lib: ctypes.CDLL):
+    """A live VkInstance and a `proc(name, restype, *argtypes)` resolving its entry points;
+    (None, None) when no instance can be created (no driver)."""
+    handle, proc, destroy = open_instance(lib)
     try:
         yield handle, proc
     finally:
-        destroy(handle, None)
+        if destroy is not None:
+            destroy()
 
 
 def enumerate_devices(handle, proc) -> list:

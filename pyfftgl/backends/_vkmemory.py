@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from ctypes import (POINTER, Structure, byref, c_char_p, c_float, c_int, c_int32, c_int64,
                     c_uint8, c_uint32, c_uint64, c_void_p)
 
@@ -142,12 +143,11 @@ class _GL:
 
 class _VulkanAllocator:
     """A VkDevice on the physical device with the given UUIDs, allocating exportable device-local
-    memory. It lives as long as the process: GL holds the memory it hands out."""
+    memory. One per GPU (allocator()), kept for the life of the process: GL holds the memory it
+    hands out, and its instance and device are never destroyed under it."""
 
     def __init__(self, driver_uuid: bytes, device_uuids: list[bytes]):
-        lib = _vkinfo._load()
-        self._instance_cm = _vkinfo.instance(lib)
-        handle, proc = self._instance_cm.__enter__()
+        handle, proc, _ = _vkinfo.open_instance(_vkinfo._load())
         if handle is None:
             raise OSError("no Vulkan instance")
         self.proc = proc
@@ -228,6 +228,19 @@ class _VulkanAllocator:
         self._free(self.device, memory, None)
 
 
+_allocators: dict[tuple, _VulkanAllocator] = {}
+_allocators_lock = threading.Lock()
+
+
+def allocator(driver_uuid: bytes, device_uuids: list[bytes]) -> _VulkanAllocator:
+    """The process's allocator for the GPU with these UUIDs, made on first use."""
+    key = (driver_uuid, tuple(device_uuids))
+    with _allocators_lock:
+        if key not in _allocators:
+            _allocators[key] = _VulkanAllocator(driver_uuid, device_uuids)
+        return _allocators[key]
+
+
 class VulkanMemory:
     """Imports Vulkan-allocated memory into GL buffers of the context current when it is made.
     Raises OSError when this context and driver cannot (see the module's docstring)."""
@@ -241,7 +254,7 @@ class VulkanMemory:
             pass
         driver, devices = self.gl.uuids()
         self.gl.check("reading the context's UUIDs")
-        self.vk = _VulkanAllocator(driver, devices)
+        self.vk = allocator(driver, devices)
         self.live = 0  # allocations not yet released
 
     def buffer(self, nbytes: int):
