@@ -89,6 +89,17 @@ def test_gl_large_buffers_take_vulkan_memory_where_the_drivers_share_it():
     assert dev.ctx.error == "GL_NO_ERROR"
 
 
+def test_gl_vulkan_memory_can_be_turned_off():
+    """GLDevice(vulkan_memory=False) keeps GL's own buffers at every size (here on the shared
+    device's context: a second context would become current under the other tests)."""
+    from pyfftgl.backends import gl
+    dev = gl.GLDevice(get_device("gl").ctx, vulkan_memory=False)
+    buf = dev.buffer(gl.VULKAN_MEMORY_MIN_BYTES)
+    assert not buf.vulkan_memory and not dev.vulkan_memory and dev.vulkan_memory_note == "off"
+    dev.write(buf, np.arange(1024, dtype=np.float32))
+    assert np.array_equal(dev.read(buf, 1024), np.arange(1024, dtype=np.float32))
+
+
 def test_spirv_cache_by_source_hash(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
     src = shaders.assemble("stockham.comp", {
