@@ -91,23 +91,7 @@ class _GL:
     the context current on this thread (EGL's, else GLX's)."""
 
     def __init__(self):
-        lookup = None
-        try:
-            egl = ctypes.CDLL("libEGL.so.1")
-            egl.eglGetCurrentContext.restype = c_void_p
-            if egl.eglGetCurrentContext():
-                lookup = egl.eglGetProcAddress
-        except OSError:
-            pass
-        if lookup is None:
-            lookup = ctypes.CDLL("libGL.so.1").glXGetProcAddressARB
-        lookup.restype, lookup.argtypes = c_void_p, [c_char_p]
-
-        def fn(name, restype, *argtypes):
-            addr = lookup(name.encode())
-            if not addr:
-                raise OSError(f"no GL entry point {name}")
-            return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
+        from .gl import gl_proc as fn
         self.get_error = fn("glGetError", c_uint32)
         self.get_integer = fn("glGetIntegerv", None, c_uint32, POINTER(c_int32))
         self.get_uuid = fn("glGetUnsignedBytevEXT", None, c_uint32, POINTER(c_uint8))
@@ -133,11 +117,16 @@ class _GL:
             devices.append(bytes(dev))
         return bytes(drv), devices
 
+    def drain(self) -> int:
+        """The first pending GL error (0 if none), clearing them all."""
+        first = err = self.get_error()
+        while err:
+            err = self.get_error()
+        return first
+
     def check(self, what: str) -> None:
-        err = self.get_error()
+        err = self.drain()  # leave no error behind for the caller's GL code
         if err:
-            while self.get_error():  # leave no error behind for the caller's GL code
-                pass
             raise OSError(f"{what}: GL error 0x{err:x}")
 
 
@@ -250,8 +239,7 @@ class VulkanMemory:
             raise OSError("the GL driver lacks GL_EXT_memory_object_fd")
         self.ctx = ctx
         self.gl = _GL()
-        while self.gl.get_error():  # errors of earlier GL work are not ours
-            pass
+        self.gl.drain()  # errors of earlier GL work are not ours
         driver, devices = self.gl.uuids()
         self.gl.check("reading the context's UUIDs")
         self.vk = allocator(driver, devices)

@@ -7,7 +7,6 @@ bound compute program, and memory barriers between its dispatches.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import time
 import weakref
 from typing import Sequence
@@ -25,21 +24,38 @@ GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
 VULKAN_MEMORY_MIN_BYTES = 1 << 25
 
 
+def gl_proc(name: str, restype, *argtypes):
+    """A GL entry point (ctypes function) for the context current on this thread, from EGL's
+    lookup where an EGL context is current, else GLX's; OSError where there is none."""
+    lookup = None
+    try:
+        egl = ctypes.CDLL("libEGL.so.1")
+        egl.eglGetCurrentContext.restype = ctypes.c_void_p
+        if egl.eglGetCurrentContext():
+            lookup = egl.eglGetProcAddress
+    except (OSError, AttributeError):
+        pass
+    if lookup is None:
+        try:
+            lookup = ctypes.CDLL("libGL.so.1").glXGetProcAddressARB
+        except AttributeError as e:
+            raise OSError(f"no GL entry point lookup ({e})") from e
+    lookup.restype, lookup.argtypes = ctypes.c_void_p, [ctypes.c_char_p]
+    addr = lookup(name.encode())
+    if not addr:
+        raise OSError(f"no GL entry point {name}")
+    return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
+
+
 def _shared_memory_size() -> int:
     """glGetIntegerv(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE): ModernGL's ctx.info leaves it out."""
-    for name in ("OpenGL", "GL"):
-        path = ctypes.util.find_library(name)
-        if not path:
-            continue
-        try:
-            get = ctypes.CDLL(path).glGetIntegerv
-        except (OSError, AttributeError):
-            continue
-        value = ctypes.c_int32(0)
-        get(ctypes.c_uint32(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE), ctypes.byref(value))
-        if value.value >= GL_SHARED_MEMORY_MINIMUM:
-            return value.value
-    return GL_SHARED_MEMORY_MINIMUM
+    try:
+        get = gl_proc("glGetIntegerv", None, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32))
+    except OSError:
+        return GL_SHARED_MEMORY_MINIMUM
+    value = ctypes.c_int32(0)
+    get(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE, ctypes.byref(value))
+    return max(value.value, GL_SHARED_MEMORY_MINIMUM)
 
 
 class GLBuffer(Buffer):
@@ -207,7 +223,7 @@ class GLDevice(Device):
                 from ._vkmemory import VulkanMemory
                 self._vkmemory = VulkanMemory(self.ctx)
             buf, release = self._vkmemory.buffer(nbytes)
-        except (OSError, AttributeError) as e:  # AttributeError: a GL library without a symbol
+        except OSError as e:
             if not self._vkmemory_worked:
                 self.vulkan_memory, self.vulkan_memory_note = False, str(e)
             return None
