@@ -175,13 +175,18 @@ LineAddr line_addr(uint line) {
 }
 
 vec2 load(uint line, uint i) {
-    if (line >= pc.lines_total) return vec2(0.0);
-    LineAddr a = line_addr(line);
+    // One exit, and the read itself unconditional where it can be (a line past the end reads
+    // the last line and returns zero): NVIDIA's GL compiler kept each early return as a loop
+    // with breaks around its read.
+    bool live = line < pc.lines_total;
+    LineAddr a = line_addr(min(line, pc.lines_total - 1u));
 #if defined(IN_LEN) || defined(PRE_MUL)
     uint idx = IN_INDEX(a, i);
 #endif
+    vec2 x = vec2(0.0);
 #ifdef IN_LEN
-    if (idx >= IN_LEN) return vec2(0.0);
+    live = live && idx < IN_LEN;
+    if (live) {
 #endif
 #ifdef REAL_PACK
     // Z[i] = Fe + i Fo, Fe = (X[i] + conj X[h-i]) / 2, Fo = W^-i (X[i] - conj X[h-i]) / 2; the
@@ -193,14 +198,17 @@ vec2 load(uint line, uint i) {
     if (i == 0u) { p.y = 0.0; q.y = 0.0; }
     vec2 w = table[REAL_TW + i];
     vec2 fo = cmul(0.5 * (p - q), vec2(w.x, -w.y));
-    vec2 x = 0.5 * (p + q) + vec2(-fo.y, fo.x);
+    x = 0.5 * (p + q) + vec2(-fo.y, fo.x);
 #else
-    vec2 x = src[IN_ADDR(a, i)];
+    x = src[IN_ADDR(a, i)];
 #endif
 #ifdef PRE_MUL
     x = cmul(x, table[PRE_MUL + idx]);
 #endif
-    return x;
+#ifdef IN_LEN
+    }
+#endif
+    return live ? x : vec2(0.0);
 }
 
 #ifdef FOURSTEP_TW_N
@@ -224,18 +232,20 @@ vec2 fourstep_twiddle(uint d, uint k) {
 #endif
 
 void store(uint line, uint k, vec2 x) {
-    if (line >= pc.lines_total) return;
     LineAddr a = line_addr(line);
+    bool live = line < pc.lines_total;
 #if defined(OUT_LEN) || defined(POST_MUL)
     uint idx = OUT_INDEX(a, k);
 #endif
 #ifdef OUT_LEN
-    if (idx >= OUT_LEN) return;
+    live = live && idx < OUT_LEN;
 #endif
+    if (live) {
 #ifdef POST_MUL
-    x = cmul(x, table[POST_MUL + idx]);
+        x = cmul(x, table[POST_MUL + idx]);
 #endif
-    dst[OUT_ADDR(a, k)] = x * SCALE;
+        dst[OUT_ADDR(a, k)] = x * SCALE;
+    }
 }
 
 // Butterfly b (0, 1, ...) of invocation tid in a stage of `span` butterflies: j, and whether it
