@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import statistics
 import time
-from ctypes import POINTER, Structure, byref, c_float, c_int32, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, Structure, byref, c_int32, c_uint32, c_uint64, c_void_p
 
 from . import _vkinfo
 
@@ -18,20 +18,6 @@ from . import _vkinfo
 class _QueueFamily(Structure):
     _fields_ = [("queueFlags", c_uint32), ("queueCount", c_uint32),
                 ("timestampValidBits", c_uint32), ("minImageTransferGranularity", c_uint32 * 3)]
-
-
-class _QueueCreateInfo(Structure):
-    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
-                ("queueFamilyIndex", c_uint32), ("queueCount", c_uint32),
-                ("pQueuePriorities", POINTER(c_float))]
-
-
-class _DeviceCreateInfo(Structure):
-    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
-                ("queueCreateInfoCount", c_uint32), ("pQueueCreateInfos", POINTER(_QueueCreateInfo)),
-                ("enabledLayerCount", c_uint32), ("ppEnabledLayerNames", c_void_p),
-                ("enabledExtensionCount", c_uint32), ("ppEnabledExtensionNames", c_void_p),
-                ("pEnabledFeatures", c_void_p)]
 
 
 class _PoolCreateInfo(Structure):
@@ -61,7 +47,7 @@ class _FenceCreateInfo(Structure):
 
 
 # VkStructureType values from vulkan_core.h
-_DEVICE_QUEUE_CREATE_INFO, _DEVICE_CREATE_INFO, _SUBMIT_INFO = 2, 3, 4
+_SUBMIT_INFO = 4
 _FENCE_CREATE_INFO, _COMMAND_POOL_CREATE_INFO = 8, 39
 _COMMAND_BUFFER_ALLOCATE_INFO, _COMMAND_BUFFER_BEGIN_INFO = 40, 42
 _QUEUE_COMPUTE_BIT = 2
@@ -82,15 +68,8 @@ def fence_floor_us(device_index: int = 0, reps: int = 200) -> dict:
         fams = (_QueueFamily * count.value)()
         qprops(phys, byref(count), fams)
         family = next(i for i, f in enumerate(fams) if f.queueFlags & _QUEUE_COMPUTE_BIT)
-        prio = c_float(1.0)
-        qci = _QueueCreateInfo(sType=_DEVICE_QUEUE_CREATE_INFO, queueFamilyIndex=family,
-                               queueCount=1, pQueuePriorities=ctypes.pointer(prio))
-        dci = _DeviceCreateInfo(sType=_DEVICE_CREATE_INFO, queueCreateInfoCount=1,
-                                pQueueCreateInfos=ctypes.pointer(qci))
-        device = c_void_p()
-        create = proc(b"vkCreateDevice", c_int32, c_void_p, POINTER(_DeviceCreateInfo), c_void_p,
-                      POINTER(c_void_p))
-        if create(phys, byref(dci), None, byref(device)) != 0:
+        result, device = _vkinfo.create_device(proc, phys, family)
+        if result != 0:
             raise OSError("vkCreateDevice failed")
 
         # Device-level calls resolve through the instance too (the loader's trampolines).

@@ -133,8 +133,24 @@ class VkInstanceCreateInfo(Structure):
                 ("enabledExtensionCount", c_uint32), ("ppEnabledExtensionNames", c_void_p)]
 
 
+class _QueueCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
+                ("queueFamilyIndex", c_uint32), ("queueCount", c_uint32),
+                ("pQueuePriorities", POINTER(c_float))]
+
+
+class _DeviceCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
+                ("queueCreateInfoCount", c_uint32), ("pQueueCreateInfos", POINTER(_QueueCreateInfo)),
+                ("enabledLayerCount", c_uint32), ("ppEnabledLayerNames", c_void_p),
+                ("enabledExtensionCount", c_uint32), ("ppEnabledExtensionNames", c_void_p),
+                ("pEnabledFeatures", c_void_p)]
+
+
 _STRUCTURE_TYPE_APPLICATION_INFO = 0
 _STRUCTURE_TYPE_INSTANCE_CREATE_INFO = 1
+_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO = 2
+_STRUCTURE_TYPE_DEVICE_CREATE_INFO = 3
 _API_VERSION_1_1 = (1 << 22) | (1 << 12)  # VK_MAKE_API_VERSION(0, 1, 1, 0)
 _DEVICE_TYPES = ("other", "integrated", "discrete", "virtual", "cpu")
 
@@ -192,6 +208,24 @@ def instance(lib: ctypes.CDLL):
     finally:
         if destroy is not None:
             destroy()
+
+
+def create_device(proc, phys, family: int, extensions=(), pnext=None) -> tuple[int, c_void_p]:
+    """(VkResult, VkDevice) of vkCreateDevice on `phys` with one queue of `family`, the device
+    extensions named (bytes) and `pnext` (an address) chained to its create info."""
+    prio = c_float(1.0)
+    queue = _QueueCreateInfo(sType=_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                             queueFamilyIndex=family, queueCount=1,
+                             pQueuePriorities=ctypes.pointer(prio))
+    names = (c_char_p * max(1, len(extensions)))(*extensions)
+    info = _DeviceCreateInfo(sType=_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=pnext,
+                             queueCreateInfoCount=1, pQueueCreateInfos=ctypes.pointer(queue),
+                             enabledExtensionCount=len(extensions),
+                             ppEnabledExtensionNames=ctypes.cast(names, c_void_p))
+    device = c_void_p()
+    create = proc(b"vkCreateDevice", c_int32, c_void_p, POINTER(_DeviceCreateInfo), c_void_p,
+                  POINTER(c_void_p))
+    return create(phys, byref(info), None, byref(device)), device
 
 
 def enumerate_devices(handle, proc) -> list:

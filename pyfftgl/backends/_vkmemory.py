@@ -17,11 +17,10 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from ctypes import (POINTER, Structure, byref, c_char_p, c_float, c_int, c_int32, c_int64,
+from ctypes import (POINTER, Structure, byref, c_int, c_int32, c_int64,
                     c_uint8, c_uint32, c_uint64, c_void_p)
 
 from . import _vkinfo
-from ._vkfloor import _DeviceCreateInfo, _QueueCreateInfo
 
 # VkStructureType and flag values from vulkan_core.h
 _BUFFER_CREATE_INFO, _MEMORY_ALLOCATE_INFO = 12, 5
@@ -152,17 +151,8 @@ class _VulkanAllocator:
                 break
         if phys is None:
             raise OSError("no Vulkan device with the GL context's device and driver UUIDs")
-        prio = c_float(1.0)
-        queue = _QueueCreateInfo(sType=2, queueFamilyIndex=0, queueCount=1,
-                                 pQueuePriorities=ctypes.pointer(prio))
-        names = (c_char_p * 1)(_EXTENSION)
-        info = _DeviceCreateInfo(sType=3, queueCreateInfoCount=1,
-                                 pQueueCreateInfos=ctypes.pointer(queue), enabledExtensionCount=1,
-                                 ppEnabledExtensionNames=ctypes.cast(names, c_void_p))
-        self.device = c_void_p()
-        create = proc(b"vkCreateDevice", c_int32, c_void_p, POINTER(_DeviceCreateInfo), c_void_p,
-                      POINTER(c_void_p))
-        if create(phys, byref(info), None, byref(self.device)) != 0:
+        result, self.device = _vkinfo.create_device(proc, phys, 0, [_EXTENSION])
+        if result != 0:
             raise OSError(f"vkCreateDevice with {_EXTENSION.decode()} failed")
         self.memory = _MemoryProperties()
         proc(b"vkGetPhysicalDeviceMemoryProperties", None, c_void_p, POINTER(_MemoryProperties))(

@@ -13,19 +13,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-from ctypes import POINTER, Structure, Union, byref, c_char, c_char_p, c_double, c_float, c_int32
+from ctypes import POINTER, Structure, Union, byref, c_char, c_char_p, c_double, c_int32
 from ctypes import c_int64, c_size_t, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 
 from . import _vkinfo
-from ._vkfloor import _DeviceCreateInfo, _QueueCreateInfo
 
 EXTENSION = b"VK_KHR_pipeline_executable_properties"
 _HEAD = [("sType", c_int32), ("pNext", c_void_p)]
 _TEXT = c_char * 256  # VK_MAX_DESCRIPTION_SIZE, also VK_MAX_EXTENSION_NAME_SIZE
 
 # VkStructureType and flag values, checked against vulkan_core.h 1.3.239.
-_DEVICE_QUEUE_CREATE_INFO, _DEVICE_CREATE_INFO, _SHADER_MODULE_CREATE_INFO = 2, 3, 16
+_SHADER_MODULE_CREATE_INFO = 16
 _STAGE_CREATE_INFO, _COMPUTE_PIPELINE_CREATE_INFO, _PIPELINE_LAYOUT_CREATE_INFO = 18, 29, 30
 _DESCRIPTOR_SET_LAYOUT_CREATE_INFO, _PHYSICAL_DEVICE_FEATURES_2 = 32, 1000059000
 _EXECUTABLE_FEATURES, _PIPELINE_INFO, _EXECUTABLE_PROPERTIES = 1000269000, 1000269001, 1000269002
@@ -127,17 +126,9 @@ def pipeline_statistics(spirv: bytes, push_bytes: int = 24, bindings: int = 3,
         index, phys = found[device_index]
         exe = _ExecutableFeatures(sType=_EXECUTABLE_FEATURES, pipelineExecutableInfo=1)
         feats = _Features2(sType=_PHYSICAL_DEVICE_FEATURES_2, pNext=ctypes.addressof(exe))
-        prio = c_float(1.0)  # a device needs a queue, though nothing is submitted here
-        queue = _QueueCreateInfo(sType=_DEVICE_QUEUE_CREATE_INFO, queueFamilyIndex=0, queueCount=1,
-                                 pQueuePriorities=ctypes.pointer(prio))
-        names = (c_char_p * 1)(EXTENSION)
-        info = _DeviceCreateInfo(sType=_DEVICE_CREATE_INFO, pNext=ctypes.addressof(feats),
-                                 queueCreateInfoCount=1, pQueueCreateInfos=ctypes.pointer(queue),
-                                 enabledExtensionCount=1,
-                                 ppEnabledExtensionNames=ctypes.cast(names, c_void_p))
-        device = c_void_p()
-        _check(proc(b"vkCreateDevice", c_int32, c_void_p, POINTER(_DeviceCreateInfo), c_void_p,
-                    POINTER(c_void_p))(phys, byref(info), None, byref(device)), "vkCreateDevice")
+        # a device needs a queue, though nothing is submitted here
+        result, device = _vkinfo.create_device(proc, phys, 0, [EXTENSION], ctypes.addressof(feats))
+        _check(result, "vkCreateDevice")
         stack.callback(proc(b"vkDestroyDevice", None, c_void_p, c_void_p), device, None)
         gdpa = proc(b"vkGetDeviceProcAddr", c_void_p, c_void_p, c_char_p)
 
