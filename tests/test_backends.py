@@ -53,6 +53,26 @@ def test_kp_tensor_round_trip_under_numpy2():
     assert isinstance(buf.tensor, kp.Tensor)
 
 
+def test_kp_timestamps_bracket_a_span():
+    # tools/kp_patch.py: timestamps only where record_timestamp() puts them (one more when
+    # recording begins), none after each op, and no more than the Sequence was made for.
+    import kp
+    dev = get_device("vulkan")
+    tensors = [dev.buffer(1 << 20).tensor for _ in range(3)]
+    seq = dev._mgr.sequence(total_timestamps=2)
+    seq.record(kp.OpTensorSyncDevice(tensors[:1]))
+    seq.record_timestamp()
+    for t in tensors:
+        seq.record(kp.OpTensorSyncDevice([t]))
+    seq.record_timestamp()
+    with pytest.raises(RuntimeError, match="more timestamps"):
+        seq.record_timestamp()
+    for _ in range(2):  # replayed: the pool is reset each time
+        seq.eval()
+        ts = seq.get_timestamps()
+        assert len(ts) == 3 and ts[0] <= ts[1] <= ts[2]
+
+
 @pytest.mark.parametrize("name", ["vulkan", "gl"])
 def test_buffer_write_read(name):
     dev = get_device(name)

@@ -89,14 +89,21 @@ class VkSubmission(Submission):
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
-        self._plain = self._make_sequence(0)
+        self._plain = self._make_sequence()
         self._timed = None
         self._pending = False
 
-    def _make_sequence(self, timestamps: int):
-        seq = self._device._mgr.sequence(total_timestamps=timestamps)
-        for op in self._ops:
-            seq.record(op)
+    def _make_sequence(self, timed: bool = False):
+        """The ops as a kp Sequence; `timed`: with a timestamp on each side of the dispatches
+        alone (kp_patch.py's record_timestamp; a timestamp after every op would make the GPU
+        drain after each, which the plain sequence does not)."""
+        seq = self._device._mgr.sequence(total_timestamps=2 if timed else 0)
+        marks = self._timed_span if timed else ()  # op indices the timestamps go before
+        for i, op in enumerate(self._ops + [None]):
+            for _ in range(marks.count(i)):
+                seq.record_timestamp()
+            if op is not None:
+                seq.record(op)
         return seq
 
     def run(self, inputs=(), *, timed=False, wait=True):
@@ -112,11 +119,10 @@ class VkSubmission(Submission):
                 self._device._pending.add(self)
             return None
         if self._timed is None:
-            self._timed = self._make_sequence(len(self._ops))
+            self._timed = self._make_sequence(timed=True)
         self._timed.eval()
-        ts = self._timed.get_timestamps()  # ts[0] before the first op, ts[i + 1] after op i
-        a, b = self._timed_span
-        return (ts[b] - ts[a]) * self._device._timestamp_period
+        ts = self._timed.get_timestamps()  # when recording began, before and after the dispatches
+        return (ts[2] - ts[1]) * self._device._timestamp_period
 
     def finish(self):
         """Wait for a submission left running by run(wait=False)."""
@@ -138,10 +144,11 @@ class VulkanDevice(Device):
             raise BackendUnavailable(
                 f"the Vulkan backend needs Kompute's `kp` module, which failed to import ({e}); "
                 "`make setup` builds kp 0.9.0 into .venv") from e
-        if not hasattr(kp, "OpMemoryBarrier"):
+        if not (hasattr(kp, "OpMemoryBarrier") and hasattr(kp.Sequence, "record_timestamp")):
             raise BackendUnavailable(
-                "this `kp` lacks OpMemoryBarrier, which pyfftgl orders its dispatches with: build "
-                "it with tools/kp_patch.py applied (`make setup` does)")
+                "this `kp` lacks OpMemoryBarrier or Sequence.record_timestamp, which pyfftgl orders "
+                "and times its dispatches with: build it with tools/kp_patch.py applied (`make "
+                "setup` does)")
         try:
             devices = _vkinfo.physical_devices()
         except OSError as e:
