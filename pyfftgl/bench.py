@@ -260,11 +260,11 @@ def references(case: Case, data: np.ndarray, reps: int, cpu: bool) -> dict:
 
 def _cuda_ms(torch, fn, reps: int) -> tuple[float, str]:
     """(best GPU ms of one call, how it was timed). Ten calls captured in a CUDA graph and
-    replayed between two events: the GPU's time alone, as the Vulkan and GL numbers are (their
-    command buffers are recorded once). Called one by one from Python instead, torch's ~8 us of
-    host work per launch left the H200 idle between small kernels: fft2 1024^2 measured 14-17 us
-    called so against ~12 us in its two kernels. Where capture fails, the calls are timed as
-    issued ("eager")."""
+    replayed between two events: the GPU's time alone, as the Vulkan numbers are (a command
+    buffer recorded once). Called one by one from Python instead, torch's ~8 us of host work per
+    launch left the H200 idle between small kernels: fft2 1024^2 measured 14-22 us called so,
+    12.7 us from a graph (its two kernels: 6.7 + 5.3 us). Where capture fails, the calls are
+    timed as issued ("eager")."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm-up (cuFFT plans made) off the default stream
