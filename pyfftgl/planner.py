@@ -24,6 +24,9 @@ FLOAT_BYTES = 4
 # The uint32 push constants of stockham.comp, in order.
 PUSH_NAMES = ("lines_total", "group_base", "in_len", "in_batch", "out_len", "out_batch")
 # Lines per workgroup in strided passes: 4 complex64 = 32 bytes, one memory sector per access.
+# Fewer, for more workgroups on small images, lost: the columns of fft2 1024^2 with 2 or 1 lines
+# (H200 Vulkan, 256 -> 512 / 1024 workgroups): 16.1 -> 21.1 / 31.9 us, rfft2 1024^2 14.2 -> 16.2 /
+# 19.7 us; GL fft2 1024^2 21.2 -> 26.2 us with 2.
 TILE_LINES = 4
 # A strided axis transformed in one pass takes 8 lines (64 bytes per row) where they fit in shared
 # memory: H200 Vulkan, fftn 256^3 362 -> 318 us. The passes of a four-step split keep 4, but see
