@@ -111,14 +111,11 @@ class GLSubmission(Submission):
             ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
         if self._copies_before:
             ctx.memory_barrier()
-        bound = {}  # binding -> buffer, this run only: the caller's GL code may bind between runs
         for n, (program, buffers, uniforms, groups) in enumerate(self._calls):
             if n:
                 ctx.memory_barrier()
             for binding, buf in enumerate(buffers):
-                if bound.get(binding) is not buf:
-                    buf.bind_to_storage_buffer(binding)
-                    bound[binding] = buf
+                buf.bind_to_storage_buffer(binding)
             values = program.values
             for i, uniform, value in uniforms:
                 if values[i] != value:

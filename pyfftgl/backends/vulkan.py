@@ -98,12 +98,19 @@ class VkSubmission(Submission):
         alone (kp_patch.py's record_timestamp; a timestamp after every op would make the GPU
         drain after each, which the plain sequence does not)."""
         seq = self._device._mgr.sequence(total_timestamps=2 if timed else 0)
-        marks = self._timed_span if timed else ()  # op indices the timestamps go before
-        for i, op in enumerate(self._ops + [None]):
-            for _ in range(marks.count(i)):
-                seq.record_timestamp()
-            if op is not None:
+        if not timed:
+            for op in self._ops:
                 seq.record(op)
+            return seq
+        a, b = self._timed_span
+        for op in self._ops[:a]:
+            seq.record(op)
+        seq.record_timestamp()
+        for op in self._ops[a:b]:
+            seq.record(op)
+        seq.record_timestamp()
+        for op in self._ops[b:]:
+            seq.record(op)
         return seq
 
     def run(self, inputs=(), *, timed=False, wait=True):
