@@ -425,7 +425,7 @@ def plot(records: list[dict], path: Path) -> None:
 TUNE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 1000, 1536, 2187, 2401, 3125)
 # Lengths whose strided passes are tuned apart (wisdom keys "tiled:n"), each timed on the two
 # passes of the four-step transform of length n * n.
-TUNE_TILED = tuple(planner.tiled_key(n) for n in (128, 256, 512, 1024))
+TUNE_TILED = tuple(planner.tiled_key(n) for n in (128, 256, 512, 1024, 2048))
 # A tiled entry is kept only if it beats the shape the planner took before by 5%: it also steers
 # the strided axes done in one pass (2D, 3D), whose wider tiles it was not timed on. H200 GL:
 # tiled:128 and tiled:256 won their four-step passes by 3-4% padded, and made fftn 128^3 and

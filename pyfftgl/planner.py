@@ -178,6 +178,9 @@ class StockhamPass:
     # The lines a warp touches side by side start on different banks (see _sh_line): set
     # unless the stagger does not fit.
     sh_stagger: bool = False
+    # Strided ends go line-fastest whatever the lines: set where a vec2 tile of them does not fit
+    # in shared memory and the exchanges in halves do (see stockham_pass).
+    untiled: bool = False
 
     kernel = "stockham.comp"
 
@@ -210,7 +213,7 @@ class StockhamPass:
         4 lines the tiles were faster (2^22 first pass 667 us tiled, 739 us line-fastest), with
         8 or more line-fastest was (that pass 509 us; Bluestein 4099's first passes 25% faster)."""
         return (self.load_tiled and self.store_tiled and not (self.real_pack or self.real_unpack)
-                and (not self.fourstep_n or self.line_dims[0] >= self.lines
+                and (self.untiled or not self.fourstep_n or self.line_dims[0] >= self.lines
                      or self.lines >= FOURSTEP_TILE_LINES))
 
     @property
@@ -540,7 +543,8 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     (17.6 -> 18.1 us, GL 18.4 -> 20.3), 3125 with two lines per workgroup (0.345 -> 0.433 ms
     over 2^26), Bluestein 4099's 9216-point convolution in one pass each way (3.60 -> 3.77 ms,
     GL 5.31 -> 6.39). 8192 in one pass was faster (Vulkan 0.71 -> 0.56 ms over 2^26) but is not
-    taken: that rule would also take the 9216 above.
+    taken: that rule would also take the 9216 above. Where even those lines' tiles do not fit,
+    a pass strided at both ends may go line-fastest instead (untiled, see _untiled_fits).
     """
     tuned = tuned_shape(n, limits, tiled=tile_lines is not None)
     radices = tuple(tuned[0]) if tuned else radices_for(n)
@@ -550,14 +554,15 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     shape = tuned and tuned[1:3]
     # The padding, then the stagger, may be what does not fit; with `halves`, each is tried
     # with float slots first, then vec2.
+    # Last, where a strided pass's tiles do not fit even so, it may go line-fastest (untiled).
     slots = (FLOAT_BYTES, COMPLEX64_BYTES) if halves else (COMPLEX64_BYTES,)
-    tries = [(pad, stagger, slot)
-             for pad, stagger in ((True, True),) * pad + ((False, True), (False, False))
-             for slot in slots]
-    for pad, stagger, slot in tries:
+    untiled = (False, True) if halves and kw.get("load_tiled") and kw.get("store_tiled") else (False,)
+    fits = ((True, True),) * pad + ((False, True), (False, False))
+    tries = [(pd, stagger, slot, u) for u in untiled for pd, stagger in fits for slot in slots]
+    for pad, stagger, slot, u in tries:
         threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger, slot)
         p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
-                         sh_stagger=stagger, **kw)
+                         sh_stagger=stagger, untiled=u, **kw)
         # halves' floats only where asked for: a vec2 footprint that does not fit otherwise
         sized = max(p.shared_bytes, p.lines * p.sh_line * slot)
         if not p.uses_shared or (sized <= limits.max_shared_bytes
@@ -644,8 +649,12 @@ def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | No
     fmax = limits.max_shared_bytes // (COMPLEX64_BYTES * TILE_LINES)
     ok = [d for d in range(2, min(n, fmax) + 1) if n % d == 0 and
           stockham_pass(d, False, 1.0, limits, tile_lines=TILE_LINES) is not None]
-    if not tiled and n & (n - 1) == 0:  # two factors that take FOURSTEP_TILE_LINES, if n has them
-        best = _balanced(n, [d for d in ok if _wide_tiles(d, limits)], triples=False)
+    if not tiled and n & (n - 1) == 0:
+        # Two factors that take FOURSTEP_TILE_LINES, if n has them; else two whose strided pass
+        # fits only line-fastest (untiled), before three passes.
+        best = (_balanced(n, [d for d in ok if _wide_tiles(d, limits)], triples=False)
+                or _balanced(n, [d for d in range(2, n) if n % d == 0 and _untiled_fits(d, limits)],
+                             triples=False))
         if best:
             return best
     return _balanced(n, ok)
@@ -655,6 +664,20 @@ def _wide_tiles(n: int, limits: Limits) -> bool:
     """Whether a strided pass of length n in a batched 1D four-step takes FOURSTEP_TILE_LINES."""
     return n & (n - 1) == 0 and stockham_pass(
         n, False, 1.0, limits, tile_lines=FOURSTEP_TILE_LINES, halves=True) is not None
+
+
+def _untiled_fits(n: int, limits: Limits) -> bool:
+    """Whether a power of two n runs as both passes of a batched 1D four-step, with
+    TILE_LINES lines exchanging in halves (the strided one untiled, if it must). This splits
+    2^21 and 2^22 in two passes of 2048 (and 1024) on 48 KB of shared memory, instead of three
+    of 128-256. H200, over 2^26 elements, with the tuned tiled:2048 shape [16,16,8]x128, Vulkan /
+    GL: 2^22 1.060 -> 0.966 / 1.056 -> 0.969 ms, 2^21 1.030 -> 0.881 / 1.015 -> 0.925 ms. The
+    untiled strided pass runs at about half of copy (0.56 ms of 0.97), so the split pays only
+    with a good shape: with the contiguous 2048's [4,8,8,8]x256, 2^22 was 1.079 ms. Putting the
+    wide-tiled 1024 on the strided side of 2^21 (2048 contiguous) was no faster."""
+    return n & (n - 1) == 0 and all(stockham_pass(
+        n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True, load_tiled=load,
+        store_tiled=True, fourstep_n=2 * n, line_dims=(1, 2, 1)) is not None for load in (True, False))
 
 
 def _balanced(n: int, ok: list[int], triples: bool = True) -> list[int] | None:
@@ -722,7 +745,7 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
         b = stockham_pass(n1, inverse, scale, limits, tile_lines=t, line_dims=(inner, n2, 1),
                           src=work.layout((1, n1 * inner, 0), 1, (0, 0, 0), 1),
                           dst=dst.layout((1, dst.e, 0), n2, (0, 1, 0), n2),
-                          load_tiled=tiled, store_tiled=True, post_mul=post_mul)
+                          load_tiled=tiled, store_tiled=True, post_mul=post_mul, halves=not tiled)
         return [a, b]
     n1, n2, n3 = factors
     pp = n1 * n2

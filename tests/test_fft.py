@@ -124,6 +124,21 @@ def test_strided_axes_line_fastest(backend, shape, axis):
     assert np.array_equal(x, keep)
 
 
+def test_four_step_with_an_untiled_strided_pass(backend):
+    # With 8 KB of shared memory, 2^17 = 256 x 512 can only split in two where its 512-point
+    # strided pass goes line-fastest, 4 lines exchanging in halves (planner's untiled): the
+    # same split 2^22 takes with 48 KB.
+    small = Limits(8192, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
+    n, batch = 2**17, 2
+    x = random_complex((batch, n), seed=11)
+    keep = x.copy()
+    for inverse, ref in ((False, np.fft.fft), (True, np.fft.ifft)):
+        plan = pyfftgl.FFTPlan(n, batch, inverse, backend=backend, limits=small)
+        assert [p.untiled for p in plan.passes] == [True, False]
+        assert_accurate(plan.execute(x), ref(x.astype(np.complex128)), n)
+    assert np.array_equal(x, keep)
+
+
 @pytest.mark.parametrize("n", [8192, 10000, 4099])
 def test_four_step_last_pass_stores_line_fastest(backend, n):
     # The last pass of these four-steps (10000 is two passes of 100 even with 48 KB of shared

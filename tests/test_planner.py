@@ -171,14 +171,15 @@ def test_line_fastest_where_both_ends_are_strided():
             assert (d["LINE_FASTEST"], d["LOAD_TILED"], d["STORE_TILED"]) == (1, 0, 0)
     # a 1D four-step: neighbouring lines differ in the four-step digit. Line-fastest, with the
     # twiddle tables stored digit-fastest, where a workgroup holds 8 lines or more: power-of-two
-    # passes strided at both ends take 8 where they fit (2^16, both passes of 2^22 that read
-    # strided), short lines have many anyway (Bluestein 4099's 96); 1024 (2^20's first pass)
-    # takes 8 where its exchanges in halves fit 48 KB; 384 (65537) keeps tiles of 5 lines.
+    # passes strided at both ends take 8 where they fit (2^16), short lines have many anyway
+    # (Bluestein 4099's 96); 1024 (2^20's first pass) takes 8 where its exchanges in halves fit
+    # 48 KB; 2048 (2^22's first pass) fits only 4 that way, untiled; 384 (65537) keeps tiles of
+    # 5 lines.
     def shapes(n):
         spec = planner.plan_fft(n, 4, False, "backward", GPU)
         return [(p.n, p.lines, p.line_fastest, p.digit_fastest) for p in spec.passes]
     assert shapes(2**16) == [(256, 8, True, True), (256, 4, False, False)]
-    assert shapes(2**22) == [(256, 8, True, True), (256, 8, True, True), (64, 16, False, False)]
+    assert shapes(2**22) == [(2048, 4, True, True), (2048, 4, False, False)]
     assert shapes(4099)[0] == (96, 21, True, True)
     assert shapes(2**20) == [(1024, 8, True, True), (1024, 4, False, False)]
     assert shapes(65537)[0] == (384, 5, False, False)
@@ -204,7 +205,7 @@ def test_last_pass_of_a_four_step_stores_line_fastest():
     # line-fastest and stores from registers (STORE_LINE_FASTEST): no tile through shared
     # memory, so it exchanges in halves. Only with several stages (the others read contiguous
     # lines in line order) and never with a fused real pass.
-    for n, lengths in ((2**16, [256, 256]), (2**22, [256, 256, 64]), (8192, [128, 64]),
+    for n, lengths in ((2**16, [256, 256]), (2**22, [2048, 2048]), (8192, [128, 64]),
                        (65537, [384] * 4)):
         spec = planner.plan_fft(n, 4, False, "backward", GPU)
         assert [p.n for p in spec.passes] == lengths
@@ -341,3 +342,24 @@ def test_swizzle_blocks_of_a_float_row_in_line_order():
     assert (last.store_line_fastest, last.swizzle_bits) == (True, 5)
     packed = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU).passes[0]
     assert not packed.sh_halves and packed.swizzle_bits == 4  # vec2 exchanges
+
+
+def test_long_powers_of_two_split_in_two_with_an_untiled_strided_pass():
+    # 2^22 = 2048 x 2048: a vec2 tile of 4 lines of 2048 (64 KB) does not fit 48 KB, and 8 lines
+    # in halves do not either, but 4 lines exchanging in halves do when the strided pass goes
+    # line-fastest: two passes instead of three (2^21 too). 2^20 keeps its 8-line tiles.
+    for n in (2**21, 2**22):
+        first, second = planner.plan_fft(n, 2, False, "backward", GPU).passes
+        assert first.n == 2048 and first.untiled and first.line_fastest and first.sh_halves
+        assert first.lines == planner.TILE_LINES and first.digit_fastest
+        assert second.n == n // 2048 and second.store_line_fastest and not second.untiled
+        for p in (first, second):
+            assert p.shared_bytes == p.lines * p.sh_line * 4 <= GPU.max_shared_bytes
+            assert p.lines * p.n * 8 > GPU.max_shared_bytes or p.n < 2048
+    first = planner.plan_fft(2**20, 2, False, "backward", GPU).passes[0]
+    assert first.lines == 8 and not first.untiled
+    assert len(planner.plan_fft(2**23, 2, False, "backward", GPU).passes) == 3  # 4096 does not fit
+    # strided axes of N-D transforms keep their tiles: untiled is for batched 1D four-steps
+    for shape in ((4096, 4096), (2048, 2048), (256, 256, 256)):
+        spec = planner.plan_c2c(shape, tuple(range(len(shape))), False, "backward", GPU)
+        assert not any(p.untiled for p in spec.passes)
