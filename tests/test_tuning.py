@@ -152,3 +152,17 @@ def test_tune_times_strided_passes_of_a_one_pass_square_on_2d_columns(tmp_path, 
     lim = dataclasses.replace(dev.info.limits, tuned=wisdom.load(dev.info.name, "vulkan"))
     cols = planner.plan_c2c((4096, 16), (1, 0), False, "backward", lim).passes[1:]
     assert [p.radices for p in cols] == [tuple(e["radices"])] * 2
+
+
+def test_every_shipped_wisdom_entry_is_read(monkeypatch, tmp_path):
+    # A malformed entry is skipped silently at run time (never fatal), so check the shipped
+    # files here: every entry of both APIs becomes a Limits.tuned tuple (no user file around).
+    monkeypatch.setattr(wisdom, "user_path", lambda name: tmp_path / "none.json")
+    files = sorted(wisdom.SHIPPED.glob("*.json"))
+    assert len(files) >= 2
+    for path in files:
+        data = json.loads(path.read_text())
+        name = path.stem  # a slug is its own device_slug()
+        assert wisdom.device_slug(name) == name
+        for api in ("vulkan", "gl"):
+            assert data[api] and len(wisdom.load(name, api)) == len(data[api]), (path.name, api)
