@@ -652,9 +652,9 @@ def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | No
     if not tiled and n & (n - 1) == 0:
         # Two factors that take FOURSTEP_TILE_LINES, if n has them; else two whose strided pass
         # fits only line-fastest (untiled), before three passes.
+        powers = [1 << k for k in range(1, n.bit_length() - 1)]  # n's factors but 1 and n
         best = (_balanced(n, [d for d in ok if _wide_tiles(d, limits)], triples=False)
-                or _balanced(n, [d for d in range(2, n) if n % d == 0 and _untiled_fits(d, limits)],
-                             triples=False))
+                or _balanced(n, [d for d in powers if _untiled_fits(d, limits)], triples=False))
         if best:
             return best
     return _balanced(n, ok)
