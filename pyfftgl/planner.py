@@ -675,9 +675,9 @@ def _untiled_fits(n: int, limits: Limits) -> bool:
     untiled strided pass runs at about half of copy (0.56 ms of 0.97), so the split pays only
     with a good shape: with the contiguous 2048's [4,8,8,8]x256, 2^22 was 1.079 ms. Putting the
     wide-tiled 1024 on the strided side of 2^21 (2048 contiguous) was no faster."""
-    return n & (n - 1) == 0 and all(stockham_pass(
-        n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True, load_tiled=load,
-        store_tiled=True, fourstep_n=2 * n, line_dims=(1, 2, 1)) is not None for load in (True, False))
+    return all(stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
+                             load_tiled=load, store_tiled=True, fourstep_n=2 * n,
+                             line_dims=(1, 2, 1)) is not None for load in (True, False))
 
 
 def _balanced(n: int, ok: list[int], triples: bool = True) -> list[int] | None:

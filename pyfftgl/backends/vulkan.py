@@ -98,19 +98,13 @@ class VkSubmission(Submission):
         alone (kp_patch.py's record_timestamp; a timestamp after every op would make the GPU
         drain after each, which the plain sequence does not)."""
         seq = self._device._mgr.sequence(total_timestamps=2 if timed else 0)
-        if not timed:
-            for op in self._ops:
-                seq.record(op)
-            return seq
         a, b = self._timed_span
-        for op in self._ops[:a]:
-            seq.record(op)
-        seq.record_timestamp()
-        for op in self._ops[a:b]:
-            seq.record(op)
-        seq.record_timestamp()
-        for op in self._ops[b:]:
-            seq.record(op)
+        parts = (self._ops[:a], self._ops[a:b], self._ops[b:]) if timed else (self._ops,)
+        for i, part in enumerate(parts):
+            if i:
+                seq.record_timestamp()
+            for op in part:
+                seq.record(op)
         return seq
 
     def run(self, inputs=(), *, timed=False, wait=True):
