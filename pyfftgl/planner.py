@@ -680,6 +680,23 @@ def _untiled_fits(n: int, limits: Limits) -> bool:
                              line_dims=(1, 2, 1)) is not None for load in (True, False))
 
 
+def _untiled_axis(n: int, inner: int, limits: Limits) -> bool:
+    """Whether a strided axis of power-of-two length n (inner extent `inner`) whose tiles do not
+    fit runs in one pass anyway, line-fastest with TILE_LINES lines exchanging in halves,
+    instead of a two-pass four-step: 2048 with 48 KB of shared memory. The lines' rows then
+    move in runs of TILE_LINES values (32 bytes), which must not straddle the GPU's 32-byte
+    sectors, so only where TILE_LINES divides `inner`. H100, one process, the FFT along axis 0
+    of (2048, W), Vulkan / GL: W = 512 13.4 -> 10.4 / 17.1 -> 12.5 us, 1024 27.5 -> 20.2 /
+    31.9 -> 24.3, 2048 51.7 -> 42.9 / 57.2 -> 48.6, 4096 100.2 -> 92.6 / 107.1 -> 88.0, 8192
+    195 -> 188 / 205 -> 185; fft2 2048^2 77.4 -> 68.7 / 88.0 -> 80.1. With an odd `inner`
+    (rfft2 2048^2's 1025 columns) it was slower (44.3 -> 46.5 us), and 4096 with the 2 lines
+    that fit much slower (fft2 4096^2 292 -> 391 us)."""
+    return (inner > 1 and inner % TILE_LINES == 0 and n & (n - 1) == 0
+            and stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
+                              line_dims=(inner, 1, 1), load_tiled=True,
+                              store_tiled=True) is not None)
+
+
 def _balanced(n: int, ok: list[int], triples: bool = True) -> list[int] | None:
     """n as two, else three, factors from `ok`, the largest as small as can be; None if none."""
     best = None
@@ -733,8 +750,10 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
         kw = dict(line_dims=(inner, 1, 1), src=src.layout((1, 0, 0), 1, (0, 0, 0), 1),
                   dst=dst.layout((1, 0, 0), 1, (0, 0, 0), 1), load_tiled=tiled,
                   store_tiled=tiled, pre_mul=pre_mul, post_mul=post_mul)
-        return [_tiled_pass(n, inverse, scale, limits, (AXIS_TILE_LINES, t) if tiled else (None,),
-                            **kw)]
+        p = _tiled_pass(n, inverse, scale, limits, (AXIS_TILE_LINES, t) if tiled else (None,), **kw)
+        if p is None and tiled:  # no tile fits: line-fastest, exchanging in halves (_untiled_axis)
+            p = stockham_pass(n, inverse, scale, limits, tile_lines=t, halves=True, **kw)
+        return [p]
     if len(factors) == 2:
         n1, n2 = factors
         a = _tiled_pass(n2, inverse, 1.0, limits, both(n2), line_dims=(inner, n1, 1),
@@ -790,6 +809,8 @@ def _axis_passes(n: int, inner: int, inverse: bool, norm: str, limits: Limits
     scale = norm_scale(n, norm, inverse)
     view = AxisView(n * inner, inner)
     factors = _fast_factors(n, limits, inner > 1)
+    if factors is not None and len(factors) > 1 and _untiled_axis(n, inner, limits):
+        factors = [n]
     if factors is not None:
         passes = _chain(n, factors, inner, inverse, scale, limits, view, view)
         return passes, "stockham" if len(passes) == 1 else "four-step", n, 0

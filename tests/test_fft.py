@@ -3,7 +3,10 @@ import numpy as np
 import pytest
 
 import pyfftgl
+from pyfftgl import planner
+from pyfftgl.backends import get_device
 from pyfftgl.backends.base import Limits
+from pyfftgl.plans import TransformPlan
 from conftest import assert_accurate, random_complex
 
 POW2 = [2**k for k in range(1, 13)]
@@ -137,6 +140,27 @@ def test_four_step_with_an_untiled_strided_pass(backend):
         assert [p.untiled for p in plan.passes] == [True, False]
         assert_accurate(plan.execute(x), ref(x.astype(np.complex128)), n)
     assert np.array_equal(x, keep)
+
+
+def test_strided_axis_in_one_line_fastest_pass(backend):
+    # With 4 KB of shared memory a 256-point strided axis fits no 4-line tile (8 KB) but 4
+    # lines exchanging in halves: one line-fastest pass (planner._untiled_axis, 2048 with 48 KB),
+    # forward and inverse, alone and as the column pass of a 2D transform.
+    small = Limits(4096, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
+    dev = get_device(backend)
+    lim = planner.tighter(dev.info.limits, small)
+    for shape, axes in (((256, 12), (0,)), ((3, 256, 8), (1,)), ((256, 256), (1, 0))):
+        x = random_complex(shape, seed=sum(shape))
+        keep = x.copy()
+        for inverse, norm in ((False, "backward"), (True, "ortho")):
+            spec = planner.plan_c2c(shape, axes, inverse, norm, lim)
+            strided = [p for p in spec.passes if p.line_dims[0] > 1]
+            assert len(strided) == 1 and strided[0].line_fastest and strided[0].lines == 4
+            ref = (np.fft.ifftn if inverse else np.fft.fftn)(x.astype(np.complex128),
+                                                              axes=axes, norm=norm)
+            plan = TransformPlan(spec, dev, lim, norm)
+            assert_accurate(plan.execute(x), ref, 256)
+        assert np.array_equal(x, keep)
 
 
 @pytest.mark.parametrize("n", [8192, 10000, 4099])

@@ -363,3 +363,25 @@ def test_long_powers_of_two_split_in_two_with_an_untiled_strided_pass():
     for shape in ((4096, 4096), (2048, 2048), (256, 256, 256)):
         spec = planner.plan_c2c(shape, tuple(range(len(shape))), False, "backward", GPU)
         assert not any(p.untiled for p in spec.passes)
+
+
+def test_strided_2048_axis_in_one_line_fastest_pass():
+    # A 2048-point strided axis fits no tile with 48 KB, but 4 lines exchanging in halves do:
+    # one line-fastest pass instead of a two-pass four-step, where the rows' 32-byte runs of 4
+    # lines stay inside the GPU's sectors (inner extent a multiple of 4).
+    rows, cols = planner.plan_c2c((2048, 2048), (1, 0), False, "backward", GPU).passes
+    assert (cols.n, cols.lines, cols.line_dims) == (2048, planner.TILE_LINES, (2048, 1, 1))
+    assert cols.line_fastest and cols.sh_halves and not cols.fourstep_n
+    assert cols.shared_bytes == cols.lines * cols.sh_line * 4 <= GPU.max_shared_bytes
+    assert 2048 * planner.TILE_LINES * 8 > GPU.max_shared_bytes  # no vec2 tile fits
+    for inner in (4, 512, 8192):
+        (p,) = planner.plan_c2c((2048, inner), (0,), True, "ortho", GPU).passes
+        assert p.line_fastest and p.line_dims == (inner, 1, 1)
+    # odd inner extents (rfft2 2048^2's 1025 columns) and lengths whose 4 lines do not fit
+    # even in halves (4096) keep the four-step
+    for shape, steps in (((2048, 6), [("c2c", 0, False, "backward")]),
+                         ((2048, 1024), [("r2c", 1, 2048, "backward"),
+                                         ("c2c", 0, False, "backward")]),
+                         ((4096, 4096), [("c2c", 0, False, "backward")])):
+        spec = planner.plan_steps(shape, steps, GPU)
+        assert [p.fourstep_n for p in spec.passes if p.line_dims[0] > 1][0] == shape[0]
