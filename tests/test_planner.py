@@ -377,8 +377,8 @@ def test_strided_2048_axis_in_one_line_fastest_pass():
     for inner in (4, 512, 8192):
         (p,) = planner.plan_c2c((2048, inner), (0,), True, "ortho", GPU).passes
         assert p.line_fastest and p.line_dims == (inner, 1, 1)
-    # odd inner extents (rfft2 2048^2's 1025 columns) and lengths whose 4 lines do not fit
-    # even in halves (4096) keep the four-step
+    # inner extents not a multiple of 4 (rfft2 2048^2's 1025 columns) and lengths whose 4 lines
+    # do not fit even in halves (4096) keep the four-step
     for shape, steps in (((2048, 6), [("c2c", 0, False, "backward")]),
                          ((2048, 1024), [("r2c", 1, 2048, "backward"),
                                          ("c2c", 0, False, "backward")]),
