@@ -688,13 +688,24 @@ def _untiled_axis(n: int, inner: int, limits: Limits) -> bool:
     sectors, so only where TILE_LINES divides `inner`. H100, one process, the FFT along axis 0
     of (2048, W), Vulkan / GL: W = 512 13.4 -> 10.4 / 17.1 -> 12.5 us, 1024 27.5 -> 20.2 /
     31.9 -> 24.3, 2048 51.7 -> 42.9 / 57.2 -> 48.6, 4096 100.2 -> 92.6 / 107.1 -> 88.0, 8192
-    195 -> 188 / 205 -> 185; fft2 2048^2 77.4 -> 68.7 / 88.0 -> 80.1. With an odd `inner`
+    195 -> 188 / 205 -> 185; fft2 2048^2 77.4 -> 68.7 / 88.0 -> 80.1; Bluestein along axis 0 of
+    (1009, W), whose two convolution FFTs of 2048 take it: W = 256 21.0 -> 19.5 / 28.9 -> 24.2,
+    1024 48.6 -> 43.2 / 58.8 -> 54.3, 4096 194 -> 171 / 209 -> 189. With an odd `inner`
     (rfft2 2048^2's 1025 columns) it was slower (44.3 -> 46.5 us), and 4096 with the 2 lines
     that fit much slower (fft2 4096^2 292 -> 391 us)."""
     return (inner > 1 and inner % TILE_LINES == 0 and n & (n - 1) == 0
             and stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
                               line_dims=(inner, 1, 1), load_tiled=True,
                               store_tiled=True) is not None)
+
+
+def _axis_factors(n: int, inner: int, limits: Limits) -> list[int] | None:
+    """_fast_factors for a length-n axis of inner extent `inner`, in one pass where
+    _untiled_axis takes it (Bluestein's convolution FFTs along a strided axis too)."""
+    factors = _fast_factors(n, limits, inner > 1)
+    if factors is not None and len(factors) > 1 and _untiled_axis(n, inner, limits):
+        return [n]
+    return factors
 
 
 def _balanced(n: int, ok: list[int], triples: bool = True) -> list[int] | None:
@@ -808,9 +819,7 @@ def _axis_passes(n: int, inner: int, inverse: bool, norm: str, limits: Limits
     length n whose inner extent is `inner`, from and to [batch][n][inner] buffers."""
     scale = norm_scale(n, norm, inverse)
     view = AxisView(n * inner, inner)
-    factors = _fast_factors(n, limits, inner > 1)
-    if factors is not None and len(factors) > 1 and _untiled_axis(n, inner, limits):
-        factors = [n]
+    factors = _axis_factors(n, inner, limits)
     if factors is not None:
         passes = _chain(n, factors, inner, inverse, scale, limits, view, view)
         return passes, "stockham" if len(passes) == 1 else "four-step", n, 0
@@ -819,7 +828,7 @@ def _axis_passes(n: int, inner: int, inverse: bool, norm: str, limits: Limits
     # forward FFT (input times chirp fused into its first pass, times the kernel's spectrum fused
     # into its last) and an inverse FFT (times chirp and 1/m fused into its last pass).
     m = smooth_length(2 * n - 1, limits, inner > 1)
-    mf = _fast_factors(m, limits, inner > 1)
+    mf = _axis_factors(m, inner, limits)
     chirp = ("chirp", n, inverse)
     edge = AxisView(n * inner, inner, length=n, dynamic=True)
     work = AxisView(m * inner, inner)

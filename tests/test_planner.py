@@ -377,6 +377,11 @@ def test_strided_2048_axis_in_one_line_fastest_pass():
     for inner in (4, 512, 8192):
         (p,) = planner.plan_c2c((2048, inner), (0,), True, "ortho", GPU).passes
         assert p.line_fastest and p.line_dims == (inner, 1, 1)
+    # Bluestein's 2048-point convolution FFTs along a strided axis: one pass each
+    spec = planner.plan_c2c((1009, 1024), (0,), False, "backward", GPU)
+    assert spec.conv_lengths == (2048,) and [p.n for p in spec.passes] == [2048, 2048]
+    assert all(p.line_fastest and p.lines == planner.TILE_LINES for p in spec.passes)
+    assert len(planner.plan_c2c((1009, 1025), (0,), False, "backward", GPU).passes) == 4
     # inner extents not a multiple of 4 (rfft2 2048^2's 1025 columns) and lengths whose 4 lines
     # do not fit even in halves (4096) keep the four-step
     for shape, steps in (((2048, 6), [("c2c", 0, False, "backward")]),
