@@ -50,6 +50,8 @@ SH_PAD = False
 UNPACK_REGS_MIN_N = 1000
 # Four-step twiddles W^(d k) = HI[d][k / LEN] * LO[d][k % LEN]: a warp's consecutive k share d.
 FOURSTEP_LO_LEN = 32
+# The most stages of a strided axis taken in one untiled pass (see _untiled_axis).
+UNTILED_AXIS_STAGES = 5
 
 
 def prime_factors(n: int) -> dict[int, int]:
@@ -681,22 +683,28 @@ def _untiled_fits(n: int, limits: Limits) -> bool:
 
 
 def _untiled_axis(n: int, inner: int, limits: Limits) -> bool:
-    """Whether a strided axis of power-of-two length n (inner extent `inner`) whose tiles do not
-    fit runs in one pass anyway, line-fastest with TILE_LINES lines exchanging in halves,
-    instead of a two-pass four-step: 2048 with 48 KB of shared memory. The lines' rows then
-    move in runs of TILE_LINES values (32 bytes), which must not straddle the GPU's 32-byte
-    sectors, so only where TILE_LINES divides `inner`. H100, one process, the FFT along axis 0
-    of (2048, W), Vulkan / GL: W = 512 13.4 -> 10.4 / 17.1 -> 12.5 us, 1024 27.5 -> 20.2 /
-    31.9 -> 24.3, 2048 51.7 -> 42.9 / 57.2 -> 48.6, 4096 100.2 -> 92.6 / 107.1 -> 88.0, 8192
-    195 -> 188 / 205 -> 185; fft2 2048^2 77.4 -> 68.7 / 88.0 -> 80.1; Bluestein along axis 0 of
+    """Whether a strided axis of length n (inner extent `inner`) whose tiles do not fit runs in
+    one pass anyway, line-fastest with TILE_LINES lines exchanging in halves, instead of a
+    two-pass four-step: lengths in (1536, 3072] with 48 KB of shared memory. The lines' rows
+    then move in runs of TILE_LINES values (32 bytes), which must not straddle the GPU's
+    32-byte sectors, so only where TILE_LINES divides `inner`; and in at most
+    UNTILED_AXIS_STAGES stages (each exchange in halves costs four barriers). H100, one
+    process, the FFT along axis 0 of (n, W), Vulkan / GL: n = 2048, W = 512 13.4 -> 10.4 / 17.1
+    -> 12.5 us, 1024 27.5 -> 20.2 / 31.9 -> 24.3, 2048 51.7 -> 42.9 / 57.2 -> 48.6, 4096 100.2
+    -> 92.6 / 107.1 -> 88.0, 8192 195 -> 188 / 205 -> 185; fft2 2048^2 77.4 -> 68.7 / 88.0 ->
+    80.1; W = 1024: n = 1600 27.1 -> 18.8 / 33.2 -> 20.0, 2000 33.8 -> 23.7 / 38.5 -> 25.4,
+    2187 36.7 -> 25.2 / 40.1 -> 26.2, 2401 33.3 -> 31.2 / 39.2 -> 32.9, 3000 49.0 -> 40.6 /
+    53.2 -> 42.8, but 3072 in 6 stages 45.7 -> 59.0 / 49.7 -> 60.7; W = 4096: 2000 121.6 ->
+    110.5 / 122.6 -> 109.5, 2401 120.4 -> 118.7 / 125.9 -> 124.4; Bluestein along axis 0 of
     (1009, W), whose two convolution FFTs of 2048 take it: W = 256 21.0 -> 19.5 / 28.9 -> 24.2,
     1024 48.6 -> 43.2 / 58.8 -> 54.3, 4096 194 -> 171 / 209 -> 189. With an odd `inner`
     (rfft2 2048^2's 1025 columns) it was slower (44.3 -> 46.5 us), and 4096 with the 2 lines
     that fit much slower (fft2 4096^2 292 -> 391 us)."""
-    return (inner > 1 and inner % TILE_LINES == 0 and n & (n - 1) == 0
-            and stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
-                              line_dims=(inner, 1, 1), load_tiled=True,
-                              store_tiled=True) is not None)
+    if inner <= 1 or inner % TILE_LINES:
+        return False
+    p = stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
+                      line_dims=(inner, 1, 1), load_tiled=True, store_tiled=True)
+    return p is not None and len(p.radices) <= UNTILED_AXIS_STAGES
 
 
 def _axis_factors(n: int, inner: int, limits: Limits) -> list[int] | None:

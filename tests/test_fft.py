@@ -143,22 +143,23 @@ def test_four_step_with_an_untiled_strided_pass(backend):
 
 
 def test_strided_axis_in_one_line_fastest_pass(backend):
-    # With 4 KB of shared memory a 256-point strided axis fits no 4-line tile (8 KB) but 4
-    # lines exchanging in halves: one line-fastest pass (planner._untiled_axis, 2048 with 48 KB),
-    # forward and inverse, alone, as the column pass of a 2D transform, and as each of
-    # Bluestein's two 256-point convolution FFTs (127 points, a prime).
+    # With 4 KB of shared memory a 256-point (or 200-point) strided axis fits no 4-line tile
+    # but 4 lines exchanging in halves: one line-fastest pass (planner._untiled_axis, 1600-3000
+    # with 48 KB), forward and inverse, alone, as the column pass of a 2D transform, and as each
+    # of Bluestein's two 256-point convolution FFTs (127 points, a prime).
     small = Limits(4096, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
     dev = get_device(backend)
     lim = planner.tighter(dev.info.limits, small)
-    for shape, axes, ffts in (((256, 12), (0,), 1), ((3, 256, 8), (1,), 1),
-                              ((256, 256), (1, 0), 1), ((127, 8), (0,), 2)):
+    for shape, axes, ffts, m in (((256, 12), (0,), 1, 256), ((3, 256, 8), (1,), 1, 256),
+                                 ((256, 256), (1, 0), 1, 256), ((200, 4), (0,), 1, 200),
+                                 ((127, 8), (0,), 2, 256)):
         x = random_complex(shape, seed=sum(shape))
         keep = x.copy()
         for inverse, norm in ((False, "backward"), (True, "ortho")):
             spec = planner.plan_c2c(shape, axes, inverse, norm, lim)
             strided = [p for p in spec.passes if p.line_dims[0] > 1]
             assert len(strided) == ffts and all(
-                p.n == 256 and p.line_fastest and p.lines == 4 for p in strided)
+                p.n == m and p.line_fastest and p.lines == 4 for p in strided)
             ref = (np.fft.ifftn if inverse else np.fft.fftn)(x.astype(np.complex128),
                                                               axes=axes, norm=norm)
             plan = TransformPlan(spec, dev, lim, norm)

@@ -377,6 +377,13 @@ def test_strided_2048_axis_in_one_line_fastest_pass():
     for inner in (4, 512, 8192):
         (p,) = planner.plan_c2c((2048, inner), (0,), True, "ortho", GPU).passes
         assert p.line_fastest and p.line_dims == (inner, 1, 1)
+    # other lengths whose tiles do not fit, in at most 5 stages; 3072 (6 stages) and, untuned,
+    # 2187 (7 radix-3 stages) stay in two passes
+    for n in (1600, 2000, 2401, 3000):
+        (p,) = planner.plan_c2c((n, 1024), (0,), False, "backward", GPU).passes
+        assert p.n == n and p.line_fastest and len(p.radices) <= planner.UNTILED_AXIS_STAGES
+    for n in (3072, 2187):
+        assert len(planner.plan_c2c((n, 1024), (0,), False, "backward", GPU).passes) == 2
     # Bluestein's 2048-point convolution FFTs along a strided axis: one pass each
     spec = planner.plan_c2c((1009, 1024), (0,), False, "backward", GPU)
     assert spec.conv_lengths == (2048,) and [p.n for p in spec.passes] == [2048, 2048]
