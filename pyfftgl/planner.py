@@ -558,7 +558,8 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     # with float slots first, then vec2.
     # Last, where a strided pass's tiles do not fit even so, it may go line-fastest (untiled).
     slots = (FLOAT_BYTES, COMPLEX64_BYTES) if halves else (COMPLEX64_BYTES,)
-    untiled = (False, True) if halves and kw.get("load_tiled") and kw.get("store_tiled") else (False,)
+    both_strided = kw.get("load_tiled") and kw.get("store_tiled")
+    untiled = (False, True) if halves and both_strided else (False,)
     fits = ((True, True),) * pad + ((False, True), (False, False))
     tries = [(pd, stagger, slot, u) for u in untiled for pd, stagger in fits for slot in slots]
     for pad, stagger, slot, u in tries:
