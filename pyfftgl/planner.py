@@ -71,19 +71,39 @@ def prime_factors(n: int) -> dict[int, int]:
 def radices_for(n: int) -> tuple[int, ...] | None:
     """The radix sequence for a length n, or None when n has a prime factor the kernel lacks.
 
-    Powers of two become radix-4 stages plus at most one radix-8 or radix-2 stage (a 2^k with odd k
-    takes one 8 when k >= 3, so no radix-2 stage is ever needed beyond n = 2). Odd radices come
-    first: their generic butterflies then run while the stride is 1 and need no twiddles.
+    Odd radices come first: their generic butterflies then run while the stride is 1 and need no
+    twiddles. Every stage after the first is an exchange through shared memory (four barriers in
+    halves), so long lines take larger radices and fewer stages, as the tuner's winners do (H200,
+    both APIs: 1536 [3,8,8,8], 2048 [4,8,8,8], 2187 [3,9,9,9], 4096 [16,16,16]). With v = n /
+    TARGET_INVOCATIONS values per invocation, the power of two 2^k goes in the fewest stages of at
+    most 2^b values, the smaller first: b = 3 from v = 6, and 4 from v = 16, where radix-16 stages
+    still give every invocation a butterfly; and pairs of 3 become 9 (two rounds of 3 in
+    registers). 5 and 7 stay prime (the tuner found 25 and 49 35-200% slower on GL). Shorter
+    lines keep radix-4 stages with at most one radix-8 or radix-2 stage (a 2^k with odd k takes
+    one 8 when k >= 3, so no radix-2 stage is needed beyond n = 2), within 2% of the tuner's best
+    for 64-512. H100, untuned, batched over 2^24 elements, before -> after, Vulkan / GL (us):
+    2187 113.4 -> 95.6 / 117.2 -> 100.4, 2304 102.1 -> 96.6 / 107.3 -> 101.6, 2592 113.7 -> 110.1
+    / 120.5 -> 114.0, 2880 110.1 -> 105.9 / 114.3 -> 111.4, 3600 120.2 -> 115.8 / 130.1 -> 123.0,
+    4096 109.2 -> 96.7 / 119.9 -> 102.1, 1536, 2048, 6000 1-2% faster; with radix 16 from v = 12,
+    3072, 3200 and 3456 (192-216 invocations) were 3-24% slower, and from v = 16 they are as
+    before (+-1.5%).
     """
     if n < 1:
         raise ValueError(f"length must be >= 1, got {n}")
     factors = prime_factors(n)
     if any(p not in (2,) + _ODD_PRIMES for p in factors):
         return None
-    odd = [p for p in _ODD_PRIMES for _ in range(factors.get(p, 0))]
+    v = n / TARGET_INVOCATIONS
+    b = 4 if v >= 16 else 3 if v >= 6 else 2
+    threes = factors.get(3, 0)
+    odd = ([3] * threes if b == 2 else [3] * (threes % 2) + [9] * (threes // 2))
+    odd += [p for p in _ODD_PRIMES[1:] for _ in range(factors.get(p, 0))]
     k = factors.get(2, 0)
     if k == 0:
         two: list[int] = []
+    elif b > 2:
+        stages = -(-k // b)
+        two = [1 << (k // stages + (i >= stages - k % stages)) for i in range(stages)]
     elif k == 1:
         two = [2]
     elif k % 2 == 0:
@@ -544,9 +564,10 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     4-line tiles (70.3 -> 74.7 us against two passes), rfft2 1024^2's columns in 8-line tiles
     (17.6 -> 18.1 us, GL 18.4 -> 20.3), 3125 with two lines per workgroup (0.345 -> 0.433 ms
     over 2^26), Bluestein 4099's 9216-point convolution in one pass each way (3.60 -> 3.77 ms,
-    GL 5.31 -> 6.39). 8192 in one pass was faster (Vulkan 0.71 -> 0.56 ms over 2^26) but is not
-    taken: that rule would also take the 9216 above. Where even those lines' tiles do not fit,
-    a pass strided at both ends may go line-fastest instead (untiled, see _untiled_fits).
+    GL 5.31 -> 6.39; with radix-4 stages, before radices_for took larger ones). Contiguous
+    lines too long for one vec2 line take halves' sizing too (_line_pass). Where even those
+    lines' tiles do not fit, a pass strided at both ends may go line-fastest instead (untiled,
+    see _untiled_fits).
     """
     tuned = tuned_shape(n, limits, tiled=tile_lines is not None)
     radices = tuple(tuned[0]) if tuned else radices_for(n)
@@ -578,6 +599,21 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     if p.registers > MAX_REGISTERS:
         return None
     return p
+
+
+
+def _line_pass(n: int, inverse: bool, scale: float, limits: Limits, **kw) -> StockhamPass | None:
+    """stockham_pass for contiguous lines, sized by their vec2 footprint; else, where not even
+    one line fits that way (6144 < n <= 12288 on 48 KB), by the halves' float one: one line in
+    one pass instead of a two-pass four-step. H100, batched over 2^24 elements, four-step ->
+    one pass, Vulkan / GL (us): 6272 206.8 -> 148.6 / 228.5 -> 191.4, 6561 236.6 -> 176.7 /
+    237.7 -> 184.0, 6912 239.6 -> 140.3 / 262.5 -> 150.2, 7168 192.5 -> 136.7 / 197.0 -> 162.3,
+    7776 268.9 -> 179.4 / 284.7 -> 191.8, 8000 196.3 -> 150.9 / 199.8 -> 193.0, 8192 195.3 ->
+    127.5 / 197.4 -> 163.2, 9216 245.2 -> 154.7 / 256.7 -> 159.3, 10000 195.2 -> 151.3 / 199.7
+    -> 200.9, 12288 223.3 -> 135.6 / 228.5 -> 171.6. With radix-4 stages (radices_for before
+    its larger radices) 9216 and 10000 had been 2.5-3x slower in one pass."""
+    p = stockham_pass(n, inverse, scale, limits, **kw)
+    return p if p is not None else stockham_pass(n, inverse, scale, limits, halves=True, **kw)
 
 
 @dataclass(frozen=True)
@@ -645,7 +681,8 @@ def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | No
 
     `tiled`: the single pass must move whole tiles of lines through shared memory (a strided axis).
     """
-    if stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES if tiled else None) is not None:
+    if (stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES) if tiled
+            else _line_pass(n, False, 1.0, limits)) is not None:
         return [n]
     if radices_for(n) is None:
         return None
@@ -688,8 +725,11 @@ def _untiled_axis(n: int, inner: int, limits: Limits) -> bool:
     one pass anyway, line-fastest with TILE_LINES lines exchanging in halves, instead of a
     two-pass four-step: lengths in (1536, 3072] with 48 KB of shared memory. The lines' rows
     then move in runs of TILE_LINES values (32 bytes), which must not straddle the GPU's
-    32-byte sectors, so only where TILE_LINES divides `inner`; and in at most
-    UNTILED_AXIS_STAGES stages (each exchange in halves costs four barriers). H100, one
+    32-byte sectors, so only where TILE_LINES divides `inner`; in at most UNTILED_AXIS_STAGES
+    stages (each exchange in halves costs four barriers); and with its lines staggered across
+    the banks (3072's exactly fill 48 KB unstaggered: in 5 stages, 45.4 -> 53.7 / 49.2 -> 54.9
+    us, and in 4 with radix 16, 48.4 / 51.5, where larger radices took 2304 38.5 -> 27.7 / 42.3
+    -> 28.7, 2592 42.5 -> 32.7, 2880 48.1 -> 36.1, 1728 29.6 -> 19.0 on Vulkan). H100, one
     process, the FFT along axis 0 of (n, W), Vulkan / GL: n = 2048, W = 512 13.4 -> 10.4 / 17.1
     -> 12.5 us, 1024 27.5 -> 20.2 / 31.9 -> 24.3, 2048 51.7 -> 42.9 / 57.2 -> 48.6, 4096 100.2
     -> 92.6 / 107.1 -> 88.0, 8192 195 -> 188 / 205 -> 185; fft2 2048^2 77.4 -> 68.7 / 88.0 ->
@@ -705,7 +745,7 @@ def _untiled_axis(n: int, inner: int, limits: Limits) -> bool:
         return False
     p = stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
                       line_dims=(inner, 1, 1), load_tiled=True, store_tiled=True)
-    return p is not None and len(p.radices) <= UNTILED_AXIS_STAGES
+    return p is not None and p.sh_stagger and len(p.radices) <= UNTILED_AXIS_STAGES
 
 
 def _axis_factors(n: int, inner: int, limits: Limits) -> list[int] | None:
@@ -770,7 +810,8 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
         kw = dict(line_dims=(inner, 1, 1), src=src.layout((1, 0, 0), 1, (0, 0, 0), 1),
                   dst=dst.layout((1, 0, 0), 1, (0, 0, 0), 1), load_tiled=tiled,
                   store_tiled=tiled, pre_mul=pre_mul, post_mul=post_mul)
-        p = _tiled_pass(n, inverse, scale, limits, (AXIS_TILE_LINES, t) if tiled else (None,), **kw)
+        p = (_tiled_pass(n, inverse, scale, limits, (AXIS_TILE_LINES, t), **kw) if tiled
+             else _line_pass(n, inverse, scale, limits, **kw))
         if p is None and tiled:  # no tile fits: line-fastest, exchanging in halves (_untiled_axis)
             p = stockham_pass(n, inverse, scale, limits, tile_lines=t, halves=True, **kw)
         return [p]
@@ -931,7 +972,7 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
                 raise ValueError("c2r must be the last step")
             if n % 2 == 0 and ax == len(cur) - 1:
                 h = n // 2
-                single = stockham_pass(h, True, 1.0 / h, limits)
+                single = _line_pass(h, True, 1.0 / h, limits)
                 if single is not None and _fusable(single, n):
                     # the pack rides on the half-length inverse FFT's loads
                     p = replace(single, real_pack=n, src=Layout(h + 1), dst=Layout(h),

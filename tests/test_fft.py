@@ -143,11 +143,11 @@ def test_four_step_with_an_untiled_strided_pass(backend):
 
 
 def test_strided_axis_in_one_line_fastest_pass(backend):
-    # With 4 KB of shared memory a 256-point (or 200-point) strided axis fits no 4-line tile
-    # but 4 lines exchanging in halves: one line-fastest pass (planner._untiled_axis, 1600-3000
-    # with 48 KB), forward and inverse, alone, as the column pass of a 2D transform, and as each
-    # of Bluestein's two 256-point convolution FFTs (127 points, a prime).
-    small = Limits(4096, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
+    # With 4.25 KB of shared memory a 256-point (or 200-point) strided axis fits no 4-line tile
+    # but 4 lines exchanging in halves, staggered: one line-fastest pass (planner._untiled_axis,
+    # 1600-3000 with 48 KB), forward and inverse, alone, as the column pass of a 2D transform,
+    # and as each of Bluestein's two 256-point convolution FFTs (127 points, a prime).
+    small = Limits(4352, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
     dev = get_device(backend)
     lim = planner.tighter(dev.info.limits, small)
     for shape, axes, ffts, m in (((256, 12), (0,), 1, 256), ((3, 256, 8), (1,), 1, 256),
@@ -167,10 +167,42 @@ def test_strided_axis_in_one_line_fastest_pass(backend):
         assert np.array_equal(x, keep)
 
 
-@pytest.mark.parametrize("n", [8192, 10000, 4099])
+def test_contiguous_line_in_halves_in_one_pass(backend):
+    # With 8 KB of shared memory one vec2 line holds 1024 points, one line in halves 2048: lines
+    # of 1025-2048 points run in one pass (planner._line_pass; 6145-12288 with 48 KB) instead of
+    # a four-step, forward and inverse, as Bluestein's convolution FFTs (701, a prime: 1536),
+    # and with rfft's fused unpack and irfft's fused pack on the half-length (4096 reals).
+    small = Limits(8192, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
+    dev = get_device(backend)
+    lim = planner.tighter(dev.info.limits, small)
+    for n, m in ((1536, 1536), (2000, 2000), (2048, 2048), (701, 1536)):
+        x = random_complex((5, n), seed=n)
+        keep = x.copy()
+        for inverse, norm in ((False, "backward"), (True, "ortho")):
+            spec = planner.plan_c2c(x.shape, (1,), inverse, norm, lim)
+            assert all(p.n == m and p.lines == 1 and p.sh_halves for p in spec.passes)
+            assert len(spec.passes) == (2 if n == 701 else 1)
+            ref = (np.fft.ifft if inverse else np.fft.fft)(x.astype(np.complex128), norm=norm)
+            plan = TransformPlan(spec, dev, lim, norm)
+            assert_accurate(plan.execute(x), ref, n, 2.0 if n == 701 else 1.0)
+        assert np.array_equal(x, keep)
+    # n reals go in (and come out of) the GPU as n/2 complex values
+    r = np.random.default_rng(7).standard_normal((3, 4096)).astype(np.float32)
+    spectrum = np.fft.rfft(r.astype(np.float64))
+    for steps, data, ref in (([("r2c", 1, 4096, "backward")], r.view(np.complex64), spectrum),
+                             ([("c2r", 1, 4096, "forward")], spectrum.astype(np.complex64),
+                              np.fft.irfft(spectrum, norm="forward"))):
+        spec = planner.plan_steps(data.shape, steps, lim)
+        (p,) = spec.passes
+        assert p.n == 2048 and p.sh_halves and (p.real_unpack or p.real_pack) == 4096
+        out = TransformPlan(spec, dev, lim, steps[0][3]).execute(data)
+        assert_accurate(out if out.shape == ref.shape else out.view(np.float32), ref, 4096)
+
+
+@pytest.mark.parametrize("n", [16384, 20000, 6151])
 def test_four_step_last_pass_stores_line_fastest(backend, n):
-    # The last pass of these four-steps (10000 is two passes of 100 even with 48 KB of shared
-    # memory) and of Bluestein 4099's two convolution FFTs numbers its last stage line-fastest
+    # The last pass of these four-steps (two passes even with 48 KB of shared memory) and of
+    # Bluestein 6151's two convolution FFTs (14336 points) numbers its last stage line-fastest
     # and stores its strided lines from registers; the stage before it used the line-order
     # numbering, so the exchange in halves between them changes numbering.
     x = random_complex((5, n), seed=n % 89)
@@ -182,7 +214,7 @@ def test_four_step_last_pass_stores_line_fastest(backend, n):
     assert np.array_equal(x, keep)
 
 
-@pytest.mark.parametrize("n", [8192, 2**16])
+@pytest.mark.parametrize("n", [16384, 2**16])
 def test_batched_four_step_line_fastest(backend, n):
     # The first pass of these four-steps runs line-fastest with its twiddle tables stored
     # digit-fastest (planner.StockhamPass.digit_fastest), forward and inverse.

@@ -15,12 +15,22 @@ def product(xs):
     return math.prod(xs) if xs else 1
 
 
-@pytest.mark.parametrize("n", [2**k for k in range(0, 13)])
+@pytest.mark.parametrize("n", [2**k for k in range(0, 11)])
 def test_power_of_two_radices_are_fours_with_one_eight_or_two(n):
     r = planner.radices_for(n)
     assert product(r) == n
     assert all(x == 4 for x in r[1:]) or n < 8
     assert r.count(8) + r.count(2) <= 1
+
+
+@pytest.mark.parametrize("n, radices", [
+    (1536, (3, 8, 8, 8)), (2048, (4, 8, 8, 8)), (2187, (3, 9, 9, 9)), (3072, (3, 4, 4, 8, 8)),
+    (3600, (9, 5, 5, 4, 4)), (4096, (16, 16, 16)), (6000, (3, 5, 5, 5, 16)),
+    (8192, (8, 8, 8, 16)), (16384, (8, 8, 16, 16)), (3**9, (3, 9, 9, 9, 9))])
+def test_long_lines_take_larger_radices(n, radices):
+    # From 6 values per invocation (of TARGET_INVOCATIONS) radix-8 stages, from 16 radix 16,
+    # the fewest stages with the smaller first; pairs of 3 as 9; 5 and 7 stay prime
+    assert planner.radices_for(n) == radices
 
 
 def test_mixed_and_unsupported_lengths():
@@ -46,8 +56,11 @@ def test_one_dispatch_up_to_4096(limits, n, inverse):
 
 def test_stockham_strides():
     p = planner.stockham_pass(4096, False, 1.0, GPU)
-    assert p.radices == (4,) * 6
-    assert p.strides == (1, 4, 16, 64, 256, 1024)
+    assert p.radices == (16, 16, 16)
+    assert p.strides == (1, 16, 256)
+    p = planner.stockham_pass(1024, False, 1.0, GPU)
+    assert p.radices == (4,) * 5
+    assert p.strides == (1, 4, 16, 64, 256)
 
 
 def test_norm_scale():
@@ -92,7 +105,10 @@ def single_pass_max(limits):
 @pytest.mark.parametrize("limits", [GPU, SOFT])
 def test_pass_counts_by_size(limits):
     assert len(planner.plan_fft(single_pass_max(limits), 1, False, "backward", limits).passes) == 1
-    assert planner.plan_fft(8192, 1, False, "backward", limits).algorithm == "four-step"
+    # one line in halves: up to 12288 points on 48 KB, 8192 on 32 KB
+    halves_max = limits.max_shared_bytes // 4
+    assert len(planner.plan_fft(halves_max, 1, False, "backward", limits).passes) == 1
+    assert planner.plan_fft(2 * halves_max, 1, False, "backward", limits).algorithm == "four-step"
     assert len(planner.plan_fft(2**20, 1, False, "backward", limits).passes) == 2
     for n in (2**24, 2**27, 3**15, 5**10, 7**8):
         spec = planner.plan_fft(n, 1, False, "backward", GPU)
@@ -100,7 +116,7 @@ def test_pass_counts_by_size(limits):
 
 
 def test_multipass_factors_multiply_back():
-    for n in (8192, 5400, 7776, 2**20, 2**24, 3**15):
+    for n in (16384, 10800, 23328, 2**20, 2**24, 3**15):
         spec = planner.plan_fft(n, 1, False, "backward", SOFT)
         assert math.prod(p.n for p in spec.passes) == n
         # strided passes move whole tiles of lines through shared memory
@@ -172,7 +188,7 @@ def test_line_fastest_where_both_ends_are_strided():
     # a 1D four-step: neighbouring lines differ in the four-step digit. Line-fastest, with the
     # twiddle tables stored digit-fastest, where a workgroup holds 8 lines or more: power-of-two
     # passes strided at both ends take 8 where they fit (2^16), short lines have many anyway
-    # (Bluestein 4099's 96); 1024 (2^20's first pass) takes 8 where its exchanges in halves fit
+    # (Bluestein 12289's 224); 1024 (2^20's first pass) takes 8 where its exchanges in halves fit
     # 48 KB; 2048 (2^22's first pass) fits only 4 that way, untiled; 384 (65537) keeps tiles of
     # 5 lines.
     def shapes(n):
@@ -180,7 +196,7 @@ def test_line_fastest_where_both_ends_are_strided():
         return [(p.n, p.lines, p.line_fastest, p.digit_fastest) for p in spec.passes]
     assert shapes(2**16) == [(256, 8, True, True), (256, 4, False, False)]
     assert shapes(2**22) == [(2048, 4, True, True), (2048, 4, False, False)]
-    assert shapes(4099)[0] == (96, 21, True, True)
+    assert shapes(12289)[0] == (224, 9, True, True)
     assert shapes(2**20) == [(1024, 8, True, True), (1024, 4, False, False)]
     assert shapes(65537)[0] == (384, 5, False, False)
     first = planner.plan_fft(2**16, 4, False, "backward", GPU).passes[0]
@@ -205,7 +221,7 @@ def test_last_pass_of_a_four_step_stores_line_fastest():
     # line-fastest and stores from registers (STORE_LINE_FASTEST): no tile through shared
     # memory, so it exchanges in halves. Only with several stages (the others read contiguous
     # lines in line order) and never with a fused real pass.
-    for n, lengths in ((2**16, [256, 256]), (2**22, [2048, 2048]), (8192, [128, 64]),
+    for n, lengths in ((2**16, [256, 256]), (2**22, [2048, 2048]), (16384, [128, 128]),
                        (65537, [384] * 4)):
         spec = planner.plan_fft(n, 4, False, "backward", GPU)
         assert [p.n for p in spec.passes] == lengths
@@ -300,12 +316,17 @@ def test_shapes_sized_by_halves_only_for_1d_four_step_tiles():
     first = planner.plan_fft(2**20, 4, False, "backward", GPU).passes[0]
     assert first.lines == 8 and first.sh_halves
     assert first.shared_bytes <= GPU.max_shared_bytes < first.lines * first.sh_line * 8
-    # everywhere else the vec2 footprint fits: no longer contiguous lines (8192 stays two passes,
-    # 3125 one line per workgroup) and no wider column tiles (fft2 1024^2 keeps 4 lines)
-    assert len(planner.plan_fft(8192, 4, False, "backward", GPU).passes) == 2
-    for n in (1000, 3125, 4096, 4099, 8192, 65537):
+    # everywhere else the vec2 footprint fits: no longer contiguous lines (3125 one line per
+    # workgroup) and no wider column tiles (fft2 1024^2 keeps 4 lines) ...
+    for n in (1000, 3125, 4096, 16384, 65537):
         for p in planner.plan_fft(n, 4, False, "backward", GPU).passes:
             assert p.lines * p.sh_line * 8 <= GPU.max_shared_bytes, (n, p.n, p.lines)
+    # ... but where not one contiguous line of vec2 fits: one line in halves, one pass (8192;
+    # Bluestein 4099's 9216-point convolution FFTs)
+    for n in (8192, 12288, 4099):
+        for p in planner.plan_fft(n, 4, False, "backward", GPU).passes:
+            assert p.lines == 1 and p.sh_halves and p.line_dims == (1, 1, 1), (n, p.n)
+            assert p.shared_bytes <= GPU.max_shared_bytes < p.sh_line * 8
     cols = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU).passes[0]
     assert cols.lines == 4 and cols.lines * cols.sh_line * 8 <= GPU.max_shared_bytes
 
@@ -377,13 +398,14 @@ def test_strided_2048_axis_in_one_line_fastest_pass():
     for inner in (4, 512, 8192):
         (p,) = planner.plan_c2c((2048, inner), (0,), True, "ortho", GPU).passes
         assert p.line_fastest and p.line_dims == (inner, 1, 1)
-    # other lengths whose tiles do not fit, in at most 5 stages; 3072 (6 stages) and, untuned,
-    # 2187 (7 radix-3 stages) stay in two passes
-    for n in (1600, 2000, 2401, 3000):
+    # other lengths whose tiles do not fit, in at most 5 stages with staggered lines; 3072,
+    # whose 4 lines fill 48 KB only unstaggered, stays in two passes
+    for n in (1600, 2000, 2187, 2401, 3000):
         (p,) = planner.plan_c2c((n, 1024), (0,), False, "backward", GPU).passes
         assert p.n == n and p.line_fastest and len(p.radices) <= planner.UNTILED_AXIS_STAGES
-    for n in (3072, 2187):
-        assert len(planner.plan_c2c((n, 1024), (0,), False, "backward", GPU).passes) == 2
+        assert p.sh_stagger
+    assert len(planner.plan_c2c((3072, 1024), (0,), False, "backward", GPU).passes) == 2
+    assert len(planner.radices_for(3072)) <= planner.UNTILED_AXIS_STAGES
     # Bluestein's 2048-point convolution FFTs along a strided axis: one pass each
     spec = planner.plan_c2c((1009, 1024), (0,), False, "backward", GPU)
     assert spec.conv_lengths == (2048,) and [p.n for p in spec.passes] == [2048, 2048]
