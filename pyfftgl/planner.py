@@ -610,8 +610,11 @@ def _line_pass(n: int, inverse: bool, scale: float, limits: Limits, **kw) -> Sto
     237.7 -> 184.0, 6912 239.6 -> 140.3 / 262.5 -> 150.2, 7168 192.5 -> 136.7 / 197.0 -> 162.3,
     7776 268.9 -> 179.4 / 284.7 -> 191.8, 8000 196.3 -> 150.9 / 199.8 -> 193.0, 8192 195.3 ->
     127.5 / 197.4 -> 163.2, 9216 245.2 -> 154.7 / 256.7 -> 159.3, 10000 195.2 -> 151.3 / 199.7
-    -> 200.9, 12288 223.3 -> 135.6 / 228.5 -> 171.6. With radix-4 stages (radices_for before
-    its larger radices) 9216 and 10000 had been 2.5-3x slower in one pass."""
+    -> 200.9, 12288 223.3 -> 135.6 / 228.5 -> 171.6, 12000 212.9 -> 200.9 / 218.9 -> 213.2; rfft
+    of 16384 reals (this pass of 8192 with the fused unpack) over 2^25 reals 294.6 -> 167.0 /
+    297.6 -> 190.6, irfft (the fused pack) 294.8 -> 150.6 / 296.1 -> 195.2. With radix-4 stages
+    (radices_for before its larger radices) 9216 and 10000 had been 2.5-3x slower in one pass.
+    Not for Bluestein's convolution FFTs (_axis_factors)."""
     p = stockham_pass(n, inverse, scale, limits, **kw)
     return p if p is not None else stockham_pass(n, inverse, scale, limits, halves=True, **kw)
 
@@ -676,13 +679,16 @@ class AxisView:
                       self.dynamic)
 
 
-def _fast_factors(n: int, limits: Limits, tiled: bool = False) -> list[int] | None:
+def _fast_factors(n: int, limits: Limits, tiled: bool = False, halves: bool = True
+                  ) -> list[int] | None:
     """n as 1 to 3 factors that each run as a one-dispatch pass, balanced; None if none.
 
     `tiled`: the single pass must move whole tiles of lines through shared memory (a strided axis).
+    `halves`: contiguous lines may take one pass where only one line in halves fits (_line_pass).
     """
-    if (stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES) if tiled
-            else _line_pass(n, False, 1.0, limits)) is not None:
+    one = (stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES) if tiled
+           else (_line_pass if halves else stockham_pass)(n, False, 1.0, limits))
+    if one is not None:
         return [n]
     if radices_for(n) is None:
         return None
@@ -748,10 +754,14 @@ def _untiled_axis(n: int, inner: int, limits: Limits) -> bool:
     return p is not None and p.sh_stagger and len(p.radices) <= UNTILED_AXIS_STAGES
 
 
-def _axis_factors(n: int, inner: int, limits: Limits) -> list[int] | None:
+def _axis_factors(n: int, inner: int, limits: Limits, conv: bool = False) -> list[int] | None:
     """_fast_factors for a length-n axis of inner extent `inner`, in one pass where
-    _untiled_axis takes it (Bluestein's convolution FFTs along a strided axis too)."""
-    factors = _fast_factors(n, limits, inner > 1)
+    _untiled_axis takes it (Bluestein's convolution FFTs along a strided axis too). `conv`:
+    Bluestein's convolution FFTs, whose contiguous lines do not take _line_pass's one line in
+    halves (the chirp and the kernel's spectrum multiplied in the same pass as the zero-padded
+    load): H100, over 2^24 elements, four-step -> one pass, Vulkan / GL, 4099 (9216 points)
+    910 -> 906 / 922 -> 1057 us, 5003 (10240) 719 -> 865 / 725 -> 995."""
+    factors = _fast_factors(n, limits, inner > 1, halves=not conv)
     if factors is not None and len(factors) > 1 and _untiled_axis(n, inner, limits):
         return [n]
     return factors
@@ -878,7 +888,7 @@ def _axis_passes(n: int, inner: int, inverse: bool, norm: str, limits: Limits
     # forward FFT (input times chirp fused into its first pass, times the kernel's spectrum fused
     # into its last) and an inverse FFT (times chirp and 1/m fused into its last pass).
     m = smooth_length(2 * n - 1, limits, inner > 1)
-    mf = _axis_factors(m, inner, limits)
+    mf = _axis_factors(m, inner, limits, conv=True)
     chirp = ("chirp", n, inverse)
     edge = AxisView(n * inner, inner, length=n, dynamic=True)
     work = AxisView(m * inner, inner)

@@ -42,7 +42,7 @@ def test_records_and_results_file(backend, tmp_path):
 def test_pass_times(backend, tmp_path):
     # a two-pass four-step: one time per pass, each a real measurement, in the record and the line
     lines = []
-    records = bench.run([bench.Case("fft", (2, 8192), (1,), "1d")], backends=(backend,), reps=1,
+    records = bench.run([bench.Case("fft", (2, 16384), (1,), "1d")], backends=(backend,), reps=1,
                         cpu=False, out_dir=None, echo=lines.append, per_pass=True)
     (r,) = records
     assert r["passes"] == 2 and len(r["pass_ms"]) == 2 and all(t > 0 for t in r["pass_ms"])

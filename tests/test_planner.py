@@ -321,12 +321,14 @@ def test_shapes_sized_by_halves_only_for_1d_four_step_tiles():
     for n in (1000, 3125, 4096, 16384, 65537):
         for p in planner.plan_fft(n, 4, False, "backward", GPU).passes:
             assert p.lines * p.sh_line * 8 <= GPU.max_shared_bytes, (n, p.n, p.lines)
-    # ... but where not one contiguous line of vec2 fits: one line in halves, one pass (8192;
-    # Bluestein 4099's 9216-point convolution FFTs)
-    for n in (8192, 12288, 4099):
-        for p in planner.plan_fft(n, 4, False, "backward", GPU).passes:
-            assert p.lines == 1 and p.sh_halves and p.line_dims == (1, 1, 1), (n, p.n)
-            assert p.shared_bytes <= GPU.max_shared_bytes < p.sh_line * 8
+    # ... but where not one contiguous line of vec2 fits: one line in halves, one pass (8192,
+    # 9216), not for Bluestein's convolution FFTs (4099's 9216 points: four-steps of 96 x 96)
+    for n in (8192, 9216, 12288):
+        (p,) = planner.plan_fft(n, 4, False, "backward", GPU).passes
+        assert p.lines == 1 and p.sh_halves and p.line_dims == (1, 1, 1), (n, p.n)
+        assert p.shared_bytes <= GPU.max_shared_bytes < p.sh_line * 8
+    spec = planner.plan_fft(4099, 4, False, "backward", GPU)
+    assert spec.conv_lengths == (9216,) and [p.n for p in spec.passes] == [96] * 4
     cols = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU).passes[0]
     assert cols.lines == 4 and cols.lines * cols.sh_line * 8 <= GPU.max_shared_bytes
 
