@@ -73,20 +73,21 @@ def radices_for(n: int) -> tuple[int, ...] | None:
 
     Odd radices come first: their generic butterflies then run while the stride is 1 and need no
     twiddles. Every stage after the first is an exchange through shared memory (four barriers in
-    halves), so long lines take larger radices and fewer stages, as the tuner's winners do (H200,
-    both APIs: 1536 [3,8,8,8], 2048 [4,8,8,8], 2187 [3,9,9,9], 4096 [16,16,16]). With v = n /
-    TARGET_INVOCATIONS values per invocation, the power of two 2^k goes in the fewest stages of at
-    most 2^b values, the smaller first: b = 3 from v = 6, and 4 from v = 16, where radix-16 stages
-    still give every invocation a butterfly; and pairs of 3 become 9 (two rounds of 3 in
-    registers). 5 and 7 stay prime (the tuner found 25 and 49 35-200% slower on GL). Shorter
-    lines keep radix-4 stages with at most one radix-8 or radix-2 stage (a 2^k with odd k takes
-    one 8 when k >= 3, so no radix-2 stage is needed beyond n = 2), within 2% of the tuner's best
-    for 64-512. H100, untuned, batched over 2^24 elements, before -> after, Vulkan / GL (us):
-    2187 113.4 -> 95.6 / 117.2 -> 100.4, 2304 102.1 -> 96.6 / 107.3 -> 101.6, 2592 113.7 -> 110.1
-    / 120.5 -> 114.0, 2880 110.1 -> 105.9 / 114.3 -> 111.4, 3600 120.2 -> 115.8 / 130.1 -> 123.0,
-    4096 109.2 -> 96.7 / 119.9 -> 102.1, 1536, 2048, 6000 1-2% faster; with radix 16 from v = 12,
-    3072, 3200 and 3456 (192-216 invocations) were 3-24% slower, and from v = 16 they are as
-    before (+-1.5%).
+    halves), so long lines take larger radices and fewer stages, as the tuner's winners do (H200:
+    2048 [4,8,8,8], 2187 [3,9,9,9], 4096 [16,16,16] on both APIs, 1536 [3,8,8,8] on GL and within
+    3% of the best on Vulkan). With v = n / TARGET_INVOCATIONS values per invocation, the power
+    of two 2^k goes in the fewest stages of at most 2^b values, the smaller first: b = 3 from
+    v = 6, and 4 from v = 16, where radix-16 stages still give every invocation a butterfly; and
+    pairs of 3 become 9 (two rounds of 3 in registers). 5 and 7 stay prime (H200 tuner: 3125
+    with 25s twice as slow as five 5s on GL, though 35% faster on Vulkan, whose wisdom has it;
+    2401 with 49s 3x slower on both). Shorter lines keep radix-4 stages with at most one radix-8
+    or radix-2 stage (a 2^k with odd k takes one 8 when k >= 3, so no radix-2 stage is needed
+    beyond n = 2), within 5% of the tuner's best for 64-512 but 128 on GL (20%). H100, untuned,
+    batched over 2^24 elements, before -> after, Vulkan / GL (us): 2187 113.4 -> 95.6 / 117.2 ->
+    100.4, 2304 102.1 -> 96.6 / 107.3 -> 101.6, 2592 113.7 -> 110.1 / 120.5 -> 114.0, 2880 110.1
+    -> 105.9 / 114.3 -> 111.4, 3600 120.2 -> 115.8 / 130.1 -> 123.0, 4096 109.2 -> 96.7 / 119.9
+    -> 102.1, 1536, 2048, 6000 1-2% faster; with radix 16 from v = 12, 3072, 3200 and 3456
+    (192-216 invocations) were 3-24% slower, and from v = 16 they are as before (+-1.5%).
     """
     if n < 1:
         raise ValueError(f"length must be >= 1, got {n}")
@@ -599,7 +600,6 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits: Limits, *,
     if p.registers > MAX_REGISTERS:
         return None
     return p
-
 
 
 def _line_pass(n: int, inverse: bool, scale: float, limits: Limits, **kw) -> StockhamPass | None:
