@@ -109,7 +109,10 @@ def _time_gpu(plan, data, reps: int) -> tuple[float, float, float]:
     ms of a call plus waiting for its result). Calls reuse their output (`out=`), as a render
     loop would; the first call records the submission and is not counted."""
     from .device_array import asarray
-    gpu = sum(_timed(dp, reps=reps) for dp in plan.device_plans)
+
+    def gpu_ms(**kw):  # over the device plans
+        return sum(_timed(dp, reps=reps, **kw) for dp in plan.device_plans)
+    gpu = gpu_ms()
     d = asarray(data, backend=plan.backend)
     out = plan(d)
     device = d.device
@@ -125,7 +128,7 @@ def _time_gpu(plan, data, reps: int) -> tuple[float, float, float]:
         sync.append((t2 - t0) * 1e3)
     # Once more, the GPU now busy for a while: the first timing can fall in a stretch at idle
     # clocks (see tune) that the warm-up did not cover.
-    gpu = min(gpu, sum(_timed(dp, reps=reps, warm=0.05, fill=False) for dp in plan.device_plans))
+    gpu = min(gpu, gpu_ms(warm=0.05, fill=False))
     return gpu, float(np.median(submit)), float(np.median(sync))
 
 
