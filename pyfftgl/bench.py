@@ -433,7 +433,7 @@ def plot(records: list[dict], path: Path) -> None:
 
 TUNE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 1000, 1536, 2187, 2401, 3125)
 # Lengths whose strided passes are tuned apart (wisdom keys "tiled:n"), each timed on the two
-# passes of the four-step transform of length n * n.
+# passes of the four-step transform of length n * n where it splits n x n (see tune).
 TUNE_TILED = tuple(planner.tiled_key(n) for n in (128, 256, 512, 1024, 2048))
 # A tiled entry is kept only if it beats the shape the planner took before by 5%: it also steers
 # the strided axes done in one pass (2D, 3D), whose wider tiles it was not timed on. H200 GL:
@@ -449,7 +449,8 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
     length-n C2C (contiguous lines); planner.tiled_key(n) on the strided passes of a batched
     length-n*n C2C split n x n (four-step), where the planner splits it so on this device, else
     on the two column passes of an fft2 with columns of n*n (n = 64 on the H200, where 4096 is
-    one pass; its 4096^2 at the default 2^24 elements)."""
+    one pass; its 4096^2 at the default 2^24 elements; n = 1024 on 48 KB, where 2^20 splits
+    512 x 2048)."""
     from dataclasses import replace
     from .plans import TransformPlan
     found_all = {}
@@ -461,8 +462,10 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             n, tiled = planner.key_length(key)
             length = n * n if tiled else n
             batch = max(1, elements // length)
-            # the columns of an fft2 where a length-n*n line is one pass here
-            square = tiled and len(planner.plan_fft(length, 1, False, "backward", base).passes) == 1
+            # the columns of an fft2 where a length-n*n line does not split n x n here (one
+            # pass, or the split of planner._narrow_strided)
+            square = tiled and [p.n for p in planner.plan_fft(
+                length, 1, False, "backward", base).passes] != [n, n]
             if square:  # batch: the fft2's columns, as many as `elements` makes (at least 16)
                 batch = max(16, elements // length)
             check = 16 if square else 3  # lines of the check against numpy

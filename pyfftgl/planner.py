@@ -40,6 +40,9 @@ AXIS_TILE_LINES = 8
 # faster on both. A 384-point pass ran 25% slower with 8 lines, so other lengths keep TILE_LINES;
 # three wide factors instead of two narrower ones won at 2^20 (8%) but lost at 2^19 (10%).
 FOURSTEP_TILE_LINES = 8
+# The strided (first) factor of a two-pass batched 1D four-step is at most this where the
+# contiguous factor can take what it gives up (see _narrow_strided).
+FOURSTEP_STRIDED_MAX = 512
 # Complex values an invocation keeps in registers: aim for REGISTER_TARGET, never above MAX.
 REGISTER_TARGET = 32
 MAX_REGISTERS = 64
@@ -204,6 +207,8 @@ class StockhamPass:
     # Strided ends go line-fastest whatever the lines: set where a vec2 tile of them does not fit
     # in shared memory and the exchanges in halves do (see stockham_pass).
     untiled: bool = False
+    # The exchanges go as vec2 where halves would be taken (the fused real pack: see plan_steps).
+    vec2_exchange: bool = False
 
     kernel = "stockham.comp"
 
@@ -285,8 +290,9 @@ class StockhamPass:
         memory as vec2 (a line-fastest store, STORE_LINE_FASTEST, is no tile). H200 Vulkan,
         batched over 2^26 elements: N = 4096 0.415 -> 0.272 ms (63 -> 96% of copy; 122 -> 80
         registers), 3125 0.515 -> 0.341, 1536 0.324 -> 0.278, 2048 0.307 -> 0.281, 1024 0.299
-        -> 0.288; fft2 4096^2 281 -> 235 us."""
-        return (len(self.radices) > 1 and not self.tiles_in_shared
+        -> 0.288; fft2 4096^2 281 -> 235 us. Not the fused real pack's where vec2 fits
+        (vec2_exchange)."""
+        return (len(self.radices) > 1 and not self.tiles_in_shared and not self.vec2_exchange
                 and (self.unpack_in_registers or not self.real_unpack))
 
     @property
@@ -702,8 +708,27 @@ def _fast_factors(n: int, limits: Limits, tiled: bool = False, halves: bool = Tr
         best = (_balanced(n, [d for d in ok if _wide_tiles(d, limits)], triples=False)
                 or _balanced(n, [d for d in powers if _untiled_fits(d, limits)], triples=False))
         if best:
-            return best
+            return _narrow_strided(best, limits)
     return _balanced(n, ok)
+
+
+def _narrow_strided(factors: list[int], limits: Limits) -> list[int]:
+    """A balanced power-of-two split [contiguous, strided] (_chain's n1, n2) with factors of 2
+    moved from the strided pass to the contiguous one while the strided factor is above
+    FOURSTEP_STRIDED_MAX, its 8-line tiles fit and the contiguous pass still takes TILE_LINES
+    lines in halves: a strided pass of 1024 points or more costs more than the contiguous
+    pass gains. H100, over 2^26 elements, one process, best of two rounds, strided x contiguous,
+    Vulkan / GL (us): 2^19 1024 x 512 -> 512 x 1024 840 -> 791 / 901 -> 830; 2^20 1024 x 1024 ->
+    512 x 2048 857 -> 851 / 923 -> 871; 2^21 2048 (untiled) x 1024 -> 1024 x 2048 994 -> 966 /
+    1018 -> 1034. Not further down: 2^16 256 x 256 -> 128 x 512 761 -> 761 / 771 -> 782, 2^17
+    512 x 256 -> 256 x 512 765 -> 787 / 783 -> 798, 2^18 512 x 512 -> 256 x 1024 773 -> 797 /
+    800 -> 819 (2^22 keeps 2048 x 2048: 4096 contiguous points take 2 lines, slower)."""
+    c, s = factors
+    while (s > FOURSTEP_STRIDED_MAX and _wide_tiles(s // 2, limits)
+           and stockham_pass(2 * c, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
+                             store_tiled=True) is not None):
+        c, s = 2 * c, s // 2
+    return [c, s]
 
 
 def _wide_tiles(n: int, limits: Limits) -> bool:
@@ -988,6 +1013,16 @@ def plan_steps(shape: tuple[int, ...], steps: list[tuple], limits: Limits) -> Tr
                     p = replace(single, real_pack=n, src=Layout(h + 1), dst=Layout(h),
                                 scale=norm_scale(n, norm, True) * n / h,
                                 per_unit=per_unit_lines(ax))
+                    # Its exchanges as vec2 where they fit: two barriers each instead of four.
+                    # H100, one process, best of two rounds, Vulkan / GL (us): batched irfft
+                    # over 2^25 reals, n = 1024 103.1 -> 97.4 / 112.5 -> 100.0, 2048 101.7 ->
+                    # 98.0 / 115.0 -> 105.4, 4096 107.4 -> 98.2 / 115.5 -> 106.7; irfft2 1024^2
+                    # 14.8 -> 14.1 / 19.0 -> 18.5, 2048^2 44.5 -> 43.3 / 58.6 -> 55.6, 4096^2
+                    # 161.8 -> 153.4 / 172.8 -> 168.1. (Not the unpack of rfft: 2048 points
+                    # 96.2 -> 100.6 on Vulkan, rfft2 4096^2 152.2 -> 154.5.)
+                    v = replace(p, vec2_exchange=True)
+                    if v.shared_bytes <= limits.max_shared_bytes:
+                        p = v
                     cur[ax] = h
                     passes.append(p)
                     algorithms.append("stockham")

@@ -188,7 +188,7 @@ def test_line_fastest_where_both_ends_are_strided():
     # a 1D four-step: neighbouring lines differ in the four-step digit. Line-fastest, with the
     # twiddle tables stored digit-fastest, where a workgroup holds 8 lines or more: power-of-two
     # passes strided at both ends take 8 where they fit (2^16), short lines have many anyway
-    # (Bluestein 12289's 224); 1024 (2^20's first pass) takes 8 where its exchanges in halves fit
+    # (Bluestein 12289's 224); 1024 (2^21's first pass) takes 8 where its exchanges in halves fit
     # 48 KB; 2048 (2^22's first pass) fits only 4 that way, untiled; 384 (65537) keeps tiles of
     # 5 lines.
     def shapes(n):
@@ -197,16 +197,16 @@ def test_line_fastest_where_both_ends_are_strided():
     assert shapes(2**16) == [(256, 8, True, True), (256, 4, False, False)]
     assert shapes(2**22) == [(2048, 4, True, True), (2048, 4, False, False)]
     assert shapes(12289)[0] == (224, 9, True, True)
-    assert shapes(2**20) == [(1024, 8, True, True), (1024, 4, False, False)]
+    assert shapes(2**21) == [(1024, 8, True, True), (2048, 4, False, False)]
     assert shapes(65537)[0] == (384, 5, False, False)
     first = planner.plan_fft(2**16, 4, False, "backward", GPU).passes[0]
     d = first.defines({t: 0 for t in first.tables()})
     assert d["LOAD_TILED"] == 0 and d["LINE_FASTEST"] == 1 and d["FOURSTEP_DIGITS"] == "256u"
     assert [t[3] for t in first.fourstep_tables()] == [True, True]
     # a power of two splits in two factors that take 8 lines where it can (2^18: 512 x 512 fits
-    # 48 KB), else as before (2^20: 1024 x 1024, not three passes)
+    # 48 KB), else as before (2^22: 2048 x 2048, not three passes)
     assert planner._fast_factors(2**18, GPU) == [512, 512]
-    assert planner._fast_factors(2**20, GPU) == [1024, 1024]
+    assert planner._fast_factors(2**22, GPU) == [2048, 2048]
     spec = planner.plan_c2c((8192, 64), (0, 1), False, "backward", GPU)
     assert spec.passes[0].fourstep_n and not spec.passes[0].digit_fastest
     assert "FOURSTEP_DIGITS" not in spec.passes[0].defines({t: 0 for t in spec.passes[0].tables()})
@@ -312,8 +312,9 @@ def test_shapes_sized_by_halves_only_for_1d_four_step_tiles():
     # shared_bytes is what the kernel declares: a float per slot where it exchanges in halves
     for p in planner.plan_fft(2**20, 4, False, "backward", GPU).passes:
         assert p.shared_bytes == p.lines * p.sh_line * (4 if p.sh_halves else 8)
-    # 2^20's first pass holds 8 lines of 1024 only as floats
-    first = planner.plan_fft(2**20, 4, False, "backward", GPU).passes[0]
+    # 2^21's first pass holds 8 lines of 1024 only as floats
+    first = planner.plan_fft(2**21, 4, False, "backward", GPU).passes[0]
+    assert first.n == 1024
     assert first.lines == 8 and first.sh_halves
     assert first.shared_bytes <= GPU.max_shared_bytes < first.lines * first.sh_line * 8
     # everywhere else the vec2 footprint fits: no longer contiguous lines (3125 one line per
@@ -370,8 +371,9 @@ def test_swizzle_blocks_of_a_float_row_in_line_order():
 def test_long_powers_of_two_split_in_two_with_an_untiled_strided_pass():
     # 2^22 = 2048 x 2048: a vec2 tile of 4 lines of 2048 (64 KB) does not fit 48 KB, and 8 lines
     # in halves do not either, but 4 lines exchanging in halves do when the strided pass goes
-    # line-fastest: two passes instead of three (2^21 too). 2^20 keeps its 8-line tiles.
-    for n in (2**21, 2**22):
+    # line-fastest: two passes instead of three. 2^21 (1024 x 2048, _narrow_strided) and 2^20
+    # keep 8-line tiles.
+    for n in (2**22,):
         first, second = planner.plan_fft(n, 2, False, "backward", GPU).passes
         assert first.n == 2048 and first.untiled and first.line_fastest and first.sh_halves
         assert first.lines == planner.TILE_LINES and first.digit_fastest
@@ -379,8 +381,9 @@ def test_long_powers_of_two_split_in_two_with_an_untiled_strided_pass():
         for p in (first, second):
             assert p.shared_bytes == p.lines * p.sh_line * 4 <= GPU.max_shared_bytes
             assert p.lines * p.n * 8 > GPU.max_shared_bytes or p.n < 2048
-    first = planner.plan_fft(2**20, 2, False, "backward", GPU).passes[0]
-    assert first.lines == 8 and not first.untiled
+    for n in (2**20, 2**21):
+        first = planner.plan_fft(n, 2, False, "backward", GPU).passes[0]
+        assert first.lines == 8 and not first.untiled
     assert len(planner.plan_fft(2**23, 2, False, "backward", GPU).passes) == 3  # 4096 does not fit
     # strided axes of N-D transforms keep their tiles: untiled is for batched 1D four-steps
     for shape in ((4096, 4096), (2048, 2048), (256, 256, 256)):
@@ -421,3 +424,37 @@ def test_strided_2048_axis_in_one_line_fastest_pass():
                          ((4096, 4096), [("c2c", 0, False, "backward")])):
         spec = planner.plan_steps(shape, steps, GPU)
         assert [p.fourstep_n for p in spec.passes if p.line_dims[0] > 1][0] == shape[0]
+
+
+def test_four_step_strided_factor_at_most_512_where_the_contiguous_pass_fits():
+    # [contiguous, strided]: the balanced split gives the strided pass factors of 2 while it is
+    # above FOURSTEP_STRIDED_MAX and the contiguous pass still takes 4 lines in halves (48 KB:
+    # up to 2048 points); at or below it, the balanced split stays.
+    ff = planner._fast_factors
+    assert ff(2**16, GPU) == [256, 256] and ff(2**17, GPU) == [256, 512]
+    assert ff(2**19, GPU) == [1024, 512] and ff(2**20, GPU) == [2048, 512]
+    assert ff(2**21, GPU) == [2048, 1024] and ff(2**22, GPU) == [2048, 2048]
+    spec = planner.plan_fft(2**20, 4, False, "backward", GPU)
+    assert [(p.n, p.lines, p.line_fastest, p.store_line_fastest) for p in spec.passes] == [
+        (512, 8, True, False), (2048, 4, False, True)]
+    # strided axes (2D, 3D) keep their balanced tiles
+    assert ff(2**20, GPU, tiled=True) == [1024, 1024]
+
+
+def test_fused_real_pack_exchanges_vec2_where_it_fits():
+    # irfft's pack rides on the half-length inverse FFT; its exchanges go as vec2 (SH_HALVES 0)
+    # where the vec2 lines fit, else in halves (16384 reals: one line of 8192 points)
+    def pack_pass(n):
+        spec = planner.plan_steps((8, n // 2 + 1), [("c2r", 1, n, "backward")], GPU)
+        assert len(spec.passes) == 1 and spec.passes[0].real_pack == n
+        return spec.passes[0]
+    for n in (1024, 4096):
+        p = pack_pass(n)
+        assert p.vec2_exchange and not p.sh_halves and len(p.radices) > 1
+        assert p.defines({t: 0 for t in p.tables()})["SH_HALVES"] == 0
+        assert p.shared_bytes == p.lines * p.sh_line * planner.COMPLEX64_BYTES <= GPU.max_shared_bytes
+    p = pack_pass(16384)
+    assert not p.vec2_exchange and p.sh_halves
+    # rfft's unpack keeps its halves
+    spec = planner.plan_steps((8, 2048), [("r2c", 1, 4096, "backward")], GPU)
+    assert spec.passes[0].real_unpack and spec.passes[0].sh_halves

@@ -72,10 +72,11 @@ def test_tiled_passes_follow_their_own_entry():
     tiled = (planner.tiled_key(1024), (16, 16, 4), 64, 0, False)
     lim = dataclasses.replace(GPU, tuned=(contiguous, tiled))
     assert planner.plan_fft(1024, 100, False, "backward", lim).passes[0].radices == (2, 8, 8, 8)
-    four = planner.plan_fft(1 << 20, 4, False, "backward", lim).passes
+    # a 2^20-point strided axis: two strided passes of 1024
+    four = planner.plan_c2c((1 << 20, 4), (0,), False, "backward", lim).passes
     assert [(p.n, p.radices, p.threads) for p in four] == [(1024, (16, 16, 4), 64)] * 2
     # without a tiled entry the strided passes take the contiguous one
-    four = planner.plan_fft(1 << 20, 4, False, "backward", dataclasses.replace(
+    four = planner.plan_c2c((1 << 20, 4), (0,), False, "backward", dataclasses.replace(
         GPU, tuned=(contiguous,))).passes
     assert [(p.n, p.radices, p.threads) for p in four] == [(1024, (2, 8, 8, 8), 128)] * 2
 
