@@ -452,7 +452,8 @@ def test_fused_real_pack_exchanges_vec2_where_it_fits():
         p = pack_pass(n)
         assert p.vec2_exchange and not p.sh_halves and len(p.radices) > 1
         assert p.defines({t: 0 for t in p.tables()})["SH_HALVES"] == 0
-        assert p.shared_bytes == p.lines * p.sh_line * planner.COMPLEX64_BYTES <= GPU.max_shared_bytes
+        vec2_bytes = p.lines * p.sh_line * planner.COMPLEX64_BYTES
+        assert p.shared_bytes == vec2_bytes <= GPU.max_shared_bytes
     p = pack_pass(16384)
     assert not p.vec2_exchange and p.sh_halves
     # rfft's unpack keeps its halves
