@@ -373,14 +373,13 @@ def test_long_powers_of_two_split_in_two_with_an_untiled_strided_pass():
     # in halves do not either, but 4 lines exchanging in halves do when the strided pass goes
     # line-fastest: two passes instead of three. 2^21 (1024 x 2048, _narrow_strided) and 2^20
     # keep 8-line tiles.
-    for n in (2**22,):
-        first, second = planner.plan_fft(n, 2, False, "backward", GPU).passes
-        assert first.n == 2048 and first.untiled and first.line_fastest and first.sh_halves
-        assert first.lines == planner.TILE_LINES and first.digit_fastest
-        assert second.n == n // 2048 and second.store_line_fastest and not second.untiled
-        for p in (first, second):
-            assert p.shared_bytes == p.lines * p.sh_line * 4 <= GPU.max_shared_bytes
-            assert p.lines * p.n * 8 > GPU.max_shared_bytes or p.n < 2048
+    first, second = planner.plan_fft(2**22, 2, False, "backward", GPU).passes
+    assert first.n == 2048 and first.untiled and first.line_fastest and first.sh_halves
+    assert first.lines == planner.TILE_LINES and first.digit_fastest
+    assert second.n == 2**22 // 2048 and second.store_line_fastest and not second.untiled
+    for p in (first, second):
+        assert p.shared_bytes == p.lines * p.sh_line * 4 <= GPU.max_shared_bytes
+        assert p.lines * p.n * 8 > GPU.max_shared_bytes or p.n < 2048
     for n in (2**20, 2**21):
         first = planner.plan_fft(n, 2, False, "backward", GPU).passes[0]
         assert first.lines == 8 and not first.untiled
