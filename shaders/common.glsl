@@ -31,3 +31,10 @@ vec2 rot_quarter(vec2 a) { return vec2(a.y, -a.x); }
 
 // The workgroup's number in a grid split into (base, gx, gy) dispatches (planner.split_groups).
 uint flat_group_id(uint base) { return base + gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
+
+// Where element s of a buffer of images of R rows of C values (s = image R C + row C + column)
+// lives when each row's columns are stored in blocks of B, the rows of a block neighbours: a
+// workgroup writing B-aligned columns of neighbouring rows, or reading B neighbouring columns
+// of all rows, then moves runs of B values or more (planner.Layout.blocked).
+#define BLOCKED_ADDR(s, B, R, C) (((s) / ((R) * (C))) * ((R) * (C)) + (s) % (C) / (B) * ((B) * (R)) \
+                                  + (s) / (C) % (R) * (B) + (s) % (B))

@@ -1,4 +1,6 @@
 """fft/ifft against numpy in float64 on both backends' real drivers."""
+import math
+
 import numpy as np
 import pytest
 
@@ -225,3 +227,25 @@ def test_batched_four_step_line_fastest(backend, n):
     assert_accurate(plan.execute(x), np.fft.fft(x.astype(np.complex128)), n)
     assert_accurate(pyfftgl.ifft(x, backend=backend), np.fft.ifft(x.astype(np.complex128)), n)
     assert np.array_equal(x, keep)
+
+
+def test_rows_hand_columns_over_in_blocks(backend):
+    # fft2 / fftn whose row pass writes its rows in blocks of 4 columns for the column pass
+    # (planner._blocked_pair): odd row counts, columns that are no power of two, a batch of
+    # images and a third axis after the two; forward and inverse, alone and through the API.
+    dev = get_device(backend)
+    lim = dev.info.limits
+    for shape, axes in (((3, 12), (1, 0)), ((5, 20), (1, 0)), ((2, 6, 1000), (2, 1)),
+                        ((4, 8, 16), (2, 1, 0)), ((7, 3, 36), (2, 1))):
+        x = random_complex(shape, seed=sum(shape))
+        keep = x.copy()
+        for inverse, norm in ((False, "backward"), (True, "ortho")):
+            spec = planner.plan_c2c(shape, axes, inverse, norm, lim)
+            assert spec.passes[0].dst.blocked == (4, shape[-2], shape[-1]), shape
+            ref = (np.fft.ifftn if inverse else np.fft.fftn)(x.astype(np.complex128),
+                                                              axes=axes, norm=norm)
+            n = math.prod(shape[ax] for ax in axes)
+            assert_accurate(TransformPlan(spec, dev, lim, norm).execute(x), ref, n)
+            api = pyfftgl.ifftn if inverse else pyfftgl.fftn
+            assert_accurate(api(x, axes=axes[::-1], norm=norm, backend=backend), ref, n)
+        assert np.array_equal(x, keep)

@@ -458,3 +458,31 @@ def test_fused_real_pack_exchanges_vec2_where_it_fits():
     # rfft's unpack keeps its halves
     spec = planner.plan_steps((8, 2048), [("r2c", 1, 4096, "backward")], GPU)
     assert spec.passes[0].real_unpack and spec.passes[0].sh_halves
+
+
+def test_row_pass_hands_columns_over_in_blocks():
+    # fft2 / fftn: the last axis' one-dispatch pass writes BLOCK_ROW_LINES rows per workgroup in
+    # blocks of 4 columns, and the next axis' one-pass columns read them so; the same layout
+    # both sides, and only between those two passes.
+    for shape, axes in (((1024, 1024), (1, 0)), ((2048, 2048), (1, 0)), ((3, 6, 1000), (2, 1)),
+                        ((16, 64, 128), (2, 1, 0))):
+        for inverse in (False, True):
+            spec = planner.plan_c2c(shape, axes, inverse, "backward", GPU)
+            rows, cols = spec.passes[0], spec.passes[1]
+            want = (planner.BLOCK_COLUMNS, shape[-2], shape[-1])
+            assert rows.dst.blocked == cols.src.blocked == want, shape
+            assert rows.lines == planner.BLOCK_ROW_LINES and rows.store_line_fastest
+            assert rows.dst_buf == cols.src_buf not in ("in", "out")
+            assert rows.src.blocked is None and cols.dst.blocked is None
+            assert all(p.src.blocked is None and p.dst.blocked is None for p in spec.passes[2:])
+            assert "BLOCKED_ADDR" in rows.defines({t: 0 for t in rows.tables()})["OUT_ADDR(a, i)"]
+    # Not where the columns do not come in whole blocks, nor for a four-step column axis, nor
+    # where a fused real unpack writes the rows, nor for one axis alone or the columns first.
+    for shape, axes, steps in (((64, 1002), (1, 0), None), ((4096, 4096), (1, 0), None),
+                               ((64, 64), (1,), None), ((64, 64), (0, 1), None),
+                               ((1024, 512), None, [("r2c", 1, 1024, "backward"),
+                                                    ("c2c", 0, False, "backward")])):
+        spec = (planner.plan_steps(shape, steps, GPU) if steps
+                else planner.plan_c2c(shape, axes, False, "backward", GPU))
+        assert all(getattr(p.src, "blocked", None) is None and getattr(p.dst, "blocked", None)
+                   is None for p in spec.passes), shape
