@@ -36,5 +36,6 @@ uint flat_group_id(uint base) { return base + gl_WorkGroupID.x + gl_WorkGroupID.
 // lives when each row's columns are stored in blocks of B, the rows of a block neighbours: a
 // workgroup writing B-aligned columns of neighbouring rows, or reading B neighbouring columns
 // of all rows, then moves runs of B values or more (planner.Layout.blocked).
-#define BLOCKED_ADDR(s, B, R, C) (((s) / ((R) * (C))) * ((R) * (C)) + (s) % (C) / (B) * ((B) * (R)) \
-                                  + (s) / (C) % (R) * (B) + (s) % (B))
+#define BLOCKED_ADDR(s, B, R, C) \
+    ((s) / ((R) * (C)) * ((R) * (C)) + (s) % (C) / (B) * ((B) * (R)) \
+     + (s) / (C) % (R) * (B) + (s) % (B))
