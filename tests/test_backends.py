@@ -81,41 +81,6 @@ def test_buffer_write_read(name):
     assert np.array_equal(dev.read(buf, 8), np.arange(8, dtype=np.float32))
 
 
-def _gl_copy_chain(dev, pairs, count):
-    """One submission of copy.comp dispatches, each moving `count` vec4s from pair[0] to pair[1]."""
-    from pyfftgl import planner
-    from pyfftgl.backends.base import Dispatch
-    prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
-    return dev.record([Dispatch(dev.kernel(prog, [src, dst], (-(-count // 256), 1, 1)),
-                                np.array([count, 0, 0, 0, 0, 0], np.uint32)) for src, dst in pairs])
-
-
-@pytest.mark.parametrize("bindings", ["enough", "too few"])
-def test_gl_programs_read_the_buffers_of_each_dispatch(bindings, monkeypatch):
-    """GL binds each buffer of a submission to a binding point of its own once per call and
-    points each program's storage blocks at them. One program at different points in one
-    submission (a -> b, then b -> c), then again in another (c -> a), reads and writes the buffers
-    each dispatch names; so does a submission with more buffers than binding points, which binds
-    per dispatch (its program's blocks pointed back where they were declared)."""
-    dev = get_device("gl")
-    data = np.random.default_rng(3).standard_normal(4096).astype(np.float32)
-    a, b, c = (dev.buffer(data.nbytes) for _ in range(3))
-    dev.write(a, data)
-    if bindings == "too few":
-        warm = _gl_copy_chain(dev, [(a, b), (b, c)], data.size // 4)
-        warm.run()  # the program's blocks now point past 0 and 1
-        monkeypatch.setattr(dev, "max_storage_bindings", 2)
-        dev.write(c, np.zeros_like(data))
-    chain = _gl_copy_chain(dev, [(a, b), (b, c)], data.size // 4)
-    assert (chain._distinct is None) == (bindings == "too few")
-    chain.run()
-    assert np.array_equal(dev.read(c, data.size), data)
-    dev.write(a, np.zeros_like(data))
-    _gl_copy_chain(dev, [(c, a)], data.size // 4).run()
-    assert np.array_equal(dev.read(a, data.size), data)
-    assert dev.ctx.error == "GL_NO_ERROR"
-
-
 def test_gl_large_buffers_take_vulkan_memory_where_the_drivers_share_it():
     """Buffers of VULKAN_MEMORY_MIN_BYTES or more come from Vulkan where GL can import it (NVIDIA:
     twice the bandwidth of GL's own 512 MB buffers), else from GL; either way the transform is

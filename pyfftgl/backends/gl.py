@@ -19,11 +19,6 @@ from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Kernel, Limit
 
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
 GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
-GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS = 0x90DD
-GL_SHADER_STORAGE_BLOCK = 0x92E6
-GL_ACTIVE_RESOURCES = 0x92F5
-GL_BUFFER_BINDING = 0x9302
-GL_SHADER_STORAGE_BARRIER_BIT = 0x2000
 # Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): on the H200
 # GL's own placement halved the speed from 256 MB buffers up and left 128 MB ones at full speed.
 VULKAN_MEMORY_MIN_BYTES = 1 << 25
@@ -52,46 +47,15 @@ def gl_proc(name: str, restype, *argtypes):
     return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
 
 
-def _get_integer(name: int, minimum: int) -> int:
-    """glGetIntegerv(name), for the limits ModernGL's ctx.info leaves out; at least the minimum
-    GL 4.3 guarantees."""
+def _shared_memory_size() -> int:
+    """glGetIntegerv(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE): ModernGL's ctx.info leaves it out."""
     try:
         get = gl_proc("glGetIntegerv", None, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32))
     except OSError:
-        return minimum
+        return GL_SHARED_MEMORY_MINIMUM
     value = ctypes.c_int32(0)
-    get(name, ctypes.byref(value))
-    return max(value.value, minimum)
-
-
-class _BlockBindings:
-    """Which binding point each storage block of a program reads, set per program
-    (glShaderStorageBlockBinding) instead of rebinding buffers per dispatch: on the H100, a
-    chain of dependent one-workgroup dispatches took 4.5 us each on GPU time, 5.9 us when two
-    buffers were rebound before each (tools/gl_dispatch_cost.py)."""
-
-    def __init__(self):
-        i = ctypes.c_int32
-        self.block_binding = gl_proc("glShaderStorageBlockBinding", None, ctypes.c_uint32,
-                                     ctypes.c_uint32, ctypes.c_uint32)
-        self.interface = gl_proc("glGetProgramInterfaceiv", None, ctypes.c_uint32,
-                                 ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(i))
-        self.resource = gl_proc("glGetProgramResourceiv", None, ctypes.c_uint32, ctypes.c_uint32,
-                                ctypes.c_uint32, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32),
-                                ctypes.c_int32, ctypes.POINTER(i), ctypes.POINTER(i))
-
-    def blocks(self, glo: int) -> dict[int, int]:
-        """{binding declared in the source: block index} of a program's storage blocks (blocks
-        the compiler dropped are absent)."""
-        count = ctypes.c_int32(0)
-        self.interface(glo, GL_SHADER_STORAGE_BLOCK, GL_ACTIVE_RESOURCES, ctypes.byref(count))
-        prop, value = ctypes.c_uint32(GL_BUFFER_BINDING), ctypes.c_int32(0)
-        out = {}
-        for index in range(count.value):
-            self.resource(glo, GL_SHADER_STORAGE_BLOCK, index, 1, ctypes.byref(prop), 1, None,
-                          ctypes.byref(value))
-            out[value.value] = index
-        return out
+    get(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE, ctypes.byref(value))
+    return max(value.value, GL_SHARED_MEMORY_MINIMUM)
 
 
 class GLBuffer(Buffer):
@@ -112,9 +76,6 @@ class GLProgram(Program):
         # The values last set: uniforms are the program's own state, and only GLSubmission sets
         # them, so a value already there is not set again (see GLSubmission._calls).
         self.values = [None] * len(push_names)
-        self.blocks = None  # {declared binding: block index}, looked up on first use
-        self.points = None  # the binding point of each of those blocks, as last set (None: as
-        # declared)
 
 
 class GLKernel(Kernel):
@@ -138,17 +99,6 @@ class GLSubmission(Submission):
         self._calls = [(d.kernel.program, [b.buf for b in d.kernel.buffers],
                         [(i, u, int(d.push[i])) for i, u in d.kernel.program.uniforms
                          if u is not None], d.kernel.groups) for d in dispatches]
-        # Each distinct buffer gets a binding point of its own for the whole submission, bound
-        # once per call; each program's blocks are pointed at them (_BlockBindings says why).
-        # Where the buffers outnumber the binding points, each dispatch binds its own.
-        self._distinct = []
-        for _, bufs, _, _ in self._calls:
-            self._distinct += [b for b in bufs if all(b is not d for d in self._distinct)]
-        if len(self._distinct) > device.max_storage_bindings or device.block_bindings is None:
-            self._distinct = None
-        self._points = [tuple(next(j for j, d in enumerate(self._distinct) if d is b)
-                              for b in bufs) if self._distinct else tuple(range(len(bufs)))
-                        for _, bufs, _, _ in self._calls]
         self._copies_before, self._copies_after = list(copies_before), list(copies_after)
         self._uploads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
                          for b in uploads]
@@ -161,26 +111,18 @@ class GLSubmission(Submission):
             ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
         if self._copies_before:
             ctx.memory_barrier()
-        if self._distinct:
-            for point, buf in enumerate(self._distinct):
-                buf.bind_to_storage_buffer(point)
-        for n, ((program, buffers, uniforms, groups), points) in enumerate(
-                zip(self._calls, self._points)):
-            if n:  # storage writes of the dispatch before, read by this one
-                ctx.memory_barrier(GL_SHADER_STORAGE_BARRIER_BIT)
-            if not self._distinct:
-                for binding, buf in enumerate(buffers):
-                    buf.bind_to_storage_buffer(binding)
-            now = program.points if program.points is not None else tuple(range(len(points)))
-            if now != points:
-                self._device.point_blocks(program, points)
+        for n, (program, buffers, uniforms, groups) in enumerate(self._calls):
+            if n:
+                ctx.memory_barrier()
+            for binding, buf in enumerate(buffers):
+                buf.bind_to_storage_buffer(binding)
             values = program.values
             for i, uniform, value in uniforms:
                 if values[i] != value:
                     uniform.value = value
                     values[i] = value
             program.shader.run(*groups)
-        ctx.memory_barrier()  # all bits: the caller may use the output any way it likes
+        ctx.memory_barrier()
         for a, b in self._copies_after:
             ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
 
@@ -253,8 +195,7 @@ class GLDevice(Device):
             driver=f"{gi['GL_VENDOR']} {gi['GL_VERSION']}",
             api_version=f"{ctx.version_code // 100}.{ctx.version_code % 100 // 10}",
             limits=Limits(
-                max_shared_bytes=_get_integer(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE,
-                                              GL_SHARED_MEMORY_MINIMUM),
+                max_shared_bytes=_shared_memory_size(),
                 max_invocations=gi["GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS"],
                 max_group_size=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_SIZE"]),
                 max_group_count=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_COUNT"]),
@@ -264,21 +205,6 @@ class GLDevice(Device):
             ),
             is_software="llvmpipe" in renderer or "softpipe" in renderer,
         )
-        self.max_storage_bindings = _get_integer(GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS, 8)
-        try:
-            self.block_bindings = _BlockBindings()
-        except OSError:  # no such entry points: each dispatch binds its buffers
-            self.block_bindings = None
-
-    def point_blocks(self, program: GLProgram, points: tuple[int, ...]) -> None:
-        """Point the storage block declared with binding i at binding point points[i]."""
-        bb = self.block_bindings
-        if program.blocks is None:
-            program.blocks = bb.blocks(program.shader.glo)
-        for declared, index in program.blocks.items():
-            if declared < len(points):
-                bb.block_binding(program.shader.glo, index, points[declared])
-        program.points = points
 
     def program(self, source, push_names=()):
         from ..shaders import ShaderCompileError

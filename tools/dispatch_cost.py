@@ -1,12 +1,13 @@
-"""GPU time per dependent dispatch on OpenGL, by what surrounds the dispatch.
+"""GPU time per dependent dispatch, on each API, by what surrounds the dispatch.
 
-A chain of K dispatches of a one-workgroup kernel (each reads what the one before wrote) is timed
-with a GL_TIME_ELAPSED query, the commands all issued before the query's end; the time per
-dispatch is the chain's over K. Variants change one thing each: the memory barrier's bits (all,
-the SSBO bit, none, glMemoryBarrierByRegion), storage-buffer bindings changed before every
-dispatch, the program switched, a uniform set. It answers where GL's extra time per pass of a
-small 2D transform goes (README: GL's fft2 1024^2 is 1.4x Vulkan's on the H100, each of its two
-passes about 3 us longer). Run on the GPU machine: python tools/gl_dispatch_cost.py
+A chain of K dispatches of a small kernel, each ordered after the one before, is timed on the
+GPU (Vulkan timestamps, a GL_TIME_ELAPSED query); the time per dispatch is the chain's over K.
+First through pyfftgl's own backends (copy.comp recorded as a plan's passes are: a barrier
+between dispatches), one workgroup and 2048 (8 MB in, as a pass of fft2 1024^2 reads);
+then on GL alone with one thing changed at a time: the memory barrier's bits (all, the SSBO bit,
+none, glMemoryBarrierByRegion), storage buffers rebound before every dispatch, the program
+switched, a uniform set. It answers where the time of a small 2D transform goes beyond its
+kernels (README). Run on the GPU machine: python tools/dispatch_cost.py
 """
 from __future__ import annotations
 
@@ -31,7 +32,31 @@ void main() { uint i = gl_GlobalInvocationID.x; b[i] = a[i] * 1.0001 + vec2(floa
 """
 
 
+def backend_chain(k: int = 200) -> None:
+    """Dependent dispatches of copy.comp as pyfftgl records a plan's passes, per API."""
+    from pyfftgl import planner, shaders
+    from pyfftgl.backends import available
+    from pyfftgl.backends.base import Dispatch
+    from pyfftgl.bench import best_of, random_fill
+    for name, dev in available(echo=lambda *_: None):
+        prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
+        for groups in (1, 2048):
+            count = 256 * groups  # vec4s
+            a, b = dev.buffer(16 * count), dev.buffer(16 * count)
+            random_fill(dev, a)
+            chain = [Dispatch(dev.kernel(prog, [src, dst], (groups, 1, 1)),
+                              np.array([count, 0, 0, 0, 0, 0], np.uint32))
+                     for src, dst in [(a, b), (b, a)] * (k // 2)]
+            sub = dev.record(chain)
+            sub.run()
+            dev.finish()
+            us = best_of(lambda: sub.run(timed=True), 5) / k / 1e3
+            print(f"{name:6s} pyfftgl chain, {groups:3d} workgroups ({16 * count >> 10} KB): "
+                  f"{us:6.2f} us per dispatch")
+
+
 def main(k: int = 200, reps: int = 7) -> None:
+    backend_chain(k)
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
     print(ctx.info["GL_RENDERER"], ctx.info["GL_VERSION"])
     progs = [ctx.compute_shader(SRC % m) for m in (1, 3)]
