@@ -7,7 +7,6 @@ into radices, their order, the workgroup shape, and how many lines a submission 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, replace
 
 from .backends.base import Limits
@@ -127,19 +126,6 @@ def radices_for(n: int) -> tuple[int, ...] | None:
 def float_literal(x: float) -> str:
     """A GLSL float literal that rounds to the same float32 as x."""
     return f"{float(x):.9e}"
-
-
-# Stage and four-step twiddles computed in the kernel instead of read from tables (TW_COMPUTED in
-# stockham.comp). Experiment switch, read once.
-COMPUTED_TWIDDLES = os.environ.get("PYFFTGL_TW_COMPUTED", "0") == "1"
-
-
-def twiddle_constants(m: int) -> tuple[str, str]:
-    """pi / (2m) as two float32 literals, hi + lo, for twiddle_exp in stockham.comp."""
-    import numpy as np
-    x = math.pi / (2 * m)
-    hi = float(np.float32(x))
-    return float_literal(hi), float_literal(np.float32(x - hi))
 
 
 def odd_radix_tables(radices) -> dict[str, str]:
@@ -367,15 +353,9 @@ class StockhamPass:
     def invocations(self) -> int:
         return self.threads * self.lines
 
-    @property
-    def computed_twiddles(self) -> bool:
-        return COMPUTED_TWIDDLES
-
     def stage_tables(self) -> list[tuple | None]:
-        """Each stage's twiddle table (None for the first: Ns = 1 needs none, and none where the
-        twiddles are computed)."""
-        return [("stage", r, ns) if ns > 1 and not self.computed_twiddles else None
-                for r, ns in zip(self.radices, self.strides)]
+        """Each stage's twiddle table (None for the first: Ns = 1 needs none)."""
+        return [("stage", r, ns) if ns > 1 else None for r, ns in zip(self.radices, self.strides)]
 
     def fourstep_tables(self) -> tuple[tuple, tuple]:
         """The two halves of the fused four-step twiddle: (lo, hi) keys."""
@@ -385,7 +365,7 @@ class StockhamPass:
     def tables(self) -> list[tuple]:
         """The host tables this pass reads (see plan.build_table)."""
         out = [t for t in self.stage_tables() if t is not None]
-        if self.fourstep_n and not self.computed_twiddles:
+        if self.fourstep_n:
             out += list(self.fourstep_tables())
         out += [t for t in (self.pre_mul, self.post_mul) if t is not None]
         if self.real_unpack or self.real_pack:
@@ -395,11 +375,9 @@ class StockhamPass:
     def defines(self, offsets: dict | None = None) -> dict[str, object]:
         """The preamble of stockham.comp; `offsets` maps each of self.tables() to its offset."""
         offsets = offsets or {}
-        tw = self.computed_twiddles
         stages = " ".join(
             f"STAGE({r}u, {ns}u, {self.radices[i - 1] if i else 0}u, {str(i == 0).lower()}, "
-            f"{str(i == len(self.radices) - 1).lower()}, {offsets.get(t, 0) if t else 0}u, "
-            f"{', '.join(twiddle_constants(r * ns)) if tw else '0.0, 0.0'})"
+            f"{str(i == len(self.radices) - 1).lower()}, {offsets.get(t, 0) if t else 0}u)"
             for i, (r, ns, t) in enumerate(zip(self.radices, self.strides, self.stage_tables())))
         d = {
             "N": f"{self.n}u",
@@ -411,7 +389,6 @@ class StockhamPass:
             "INVERSE": int(self.inverse),
             "SCALE": float_literal(self.scale),
             "FFT_STAGES": stages,
-            "TW_COMPUTED": int(tw),
         }
         d.update(odd_radix_tables(self.radices))
         d["SH_PAD"], d["SH_LINE"] = int(self.sh_pad), f"{self.sh_line}u"
@@ -432,16 +409,13 @@ class StockhamPass:
         if self.fourstep_n:
             lo, hi = self.fourstep_tables()
             d["FOURSTEP_TW_N"] = f"{self.fourstep_n}u"
+            d["FOURSTEP_LO_LEN"] = f"{FOURSTEP_LO_LEN}u"
+            d["FOURSTEP_KH"] = f"{-(-self.n // FOURSTEP_LO_LEN)}u"
+            d["FOURSTEP_LO"] = f"{offsets[lo]}u"
+            d["FOURSTEP_HI"] = f"{offsets[hi]}u"
             d["FOURSTEP_LINE(a)"] = f"(a).d{self.fourstep_digit}"
-            if tw:
-                d["FOURSTEP_KHI"], d["FOURSTEP_KLO"] = twiddle_constants(self.fourstep_n)
-            else:
-                d["FOURSTEP_LO_LEN"] = f"{FOURSTEP_LO_LEN}u"
-                d["FOURSTEP_KH"] = f"{-(-self.n // FOURSTEP_LO_LEN)}u"
-                d["FOURSTEP_LO"] = f"{offsets.get(lo, 0)}u"
-                d["FOURSTEP_HI"] = f"{offsets.get(hi, 0)}u"
-                if self.digit_fastest:
-                    d["FOURSTEP_DIGITS"] = f"{lo[2]}u"
+            if self.digit_fastest:
+                d["FOURSTEP_DIGITS"] = f"{lo[2]}u"
         if self.pre_mul is not None:
             d["PRE_MUL"] = f"{offsets[self.pre_mul]}u"
         if self.post_mul is not None:

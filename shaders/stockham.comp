@@ -211,41 +211,11 @@ vec2 load(uint line, uint i) {
     return live ? x : vec2(0.0);
 }
 
-#ifndef TW_COMPUTED
-#define TW_COMPUTED 0
-#endif
-#if TW_COMPUTED
-// TW_COMPUTED: twiddles computed where they are used instead of read from the tables. The
-// NVIDIA compiler issues every table read of a kernel at its start, so a line's later stages
-// hold their twiddles in registers from the beginning (121 registers for 4 lines of
-// [16,16,8] x 128, one workgroup per SM); arithmetic is scheduled where it is needed.
-// exp(-2 pi i m / M) for m < M (both < 2^30), within about an ulp: the quadrant (4m / M) and
-// the reflection at pi/4 are taken exactly in integers, so the angle t = a pi / (2M) is in
-// [0, pi/4], formed from a = 4m mod M (or M - a past pi/4) as a (khi + klo) with khi + klo = pi / (2M) to twice
-// float precision (planner.twiddle_constants), and sin t, cos t are minimax polynomials there.
-vec2 twiddle_exp(uint m, const uint M, const float khi, const float klo) {
-    uint m4 = 4u * m;
-    uint q = m4 / M, a = m4 - q * M;
-    bool refl = 2u * a > M;
-    float fa = float(refl ? M - a : a);
-    float t = fma(fa, khi, fa * klo), z = t * t;
-    float sn = fma(t * z, fma(z, fma(z, -1.9515295891e-4, 8.3321608736e-3), -1.6666654611e-1), t);
-    float cs = fma(z * z, fma(z, fma(z, 2.443315711809948e-5, -1.388731625493765e-3),
-                              4.166664568298827e-2), fma(-0.5, z, 1.0));
-    vec2 c = refl ? vec2(sn, cs) : vec2(cs, sn);  // (cos, sin) of the angle past q quarters
-    c = (q & 1u) != 0u ? vec2(-c.y, c.x) : c;
-    c = (q & 2u) != 0u ? -c : c;
-    return vec2(c.x, -c.y);
-}
-#endif
-
 #ifdef FOURSTEP_TW_N
 // The twiddle W^(d k) of a four-step pass, from the two-level table: invocations with
 // neighbouring k (and the same line digit d) read neighbouring LO entries and one HI entry.
 vec2 fourstep_twiddle(uint d, uint k) {
-#if TW_COMPUTED
-    vec2 w = twiddle_exp(d * k, FOURSTEP_TW_N, FOURSTEP_KHI, FOURSTEP_KLO);
-#elif defined(FOURSTEP_DIGITS)
+#ifdef FOURSTEP_DIGITS
     // Tables stored [k][d] (FOURSTEP_DIGITS values of d): line-fastest invocations have
     // neighbouring d, so their reads stay neighbours.
     vec2 w = cmul(table[FOURSTEP_HI + (k / FOURSTEP_LO_LEN) * FOURSTEP_DIGITS + d],
@@ -317,8 +287,7 @@ uint stage_out(uint j, const uint R, const uint Ns) { return (j / Ns) * Ns * R +
 // the invocation's butterflies and line in this stage; (tid_p, ly_p): in the stage before, where
 // the last stage is numbered differently (STORE_LINE_FASTEST).
 void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, const bool to_sh,
-           const bool last, const uint tw, const float khi, const float klo, uint tid, uint ly,
-           uint tid_p, uint ly_p) {
+           const bool last, const uint tw, uint tid, uint ly, uint tid_p, uint ly_p) {
     const uint span = N / R;
     // The permutation of the exchange this stage reads (none after a tiled load) and of the one
     // it writes (none before a tiled store or the real unpack, which read in plain order).
@@ -380,11 +349,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
             uint k = j % Ns;
             if (Ns > 1u) {
                 UNROLL for (uint r = 1u; r < R; r++) {
-#if TW_COMPUTED
-                    vec2 w = twiddle_exp(r * k, Ns * R, khi, klo);
-#else
                     vec2 w = table[tw + (r - 1u) * Ns + k];
-#endif
 #if INVERSE
                     w.y = -w.y;
 #endif
@@ -497,9 +462,9 @@ void main() {
 #else
 #define STAGE_IDS(LAST) tid, ly, tid, ly
 #endif
-#define STAGE(R, NS, PREV_R, FIRST, LAST, TW, KHI, KLO) \
+#define STAGE(R, NS, PREV_R, FIRST, LAST, TW) \
     stage(R, NS, PREV_R, (FIRST) ? bool(LOAD_TILED) : true, (LAST) ? bool(STORE_VIA_SHARED) : true, \
-          LAST, TW, KHI, KLO, STAGE_IDS(LAST));
+          LAST, TW, STAGE_IDS(LAST));
     FFT_STAGES
 #endif
 #if defined(REAL_UNPACK) && !UNPACK_REGS
