@@ -26,6 +26,12 @@
    events or GL timer queries bracket a span. The pool is also reset when recording begins
    (Vulkan requires a query to be reset before it is written; kp never did).
 
+6. No barriers of its own before a dispatch. OpAlgoDispatch recorded a transfer -> compute
+   barrier for each tensor it binds (three pipeline barriers per FFT pass) whatever came before;
+   pyfftgl records the barriers a submission needs itself (pyfftgl/backends/vulkan.py: one
+   transfer -> compute barrier where a submission begins, one compute -> compute barrier between
+   dependent dispatches).
+
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
 """
@@ -146,6 +152,21 @@ STAMP_BINDING_EDITS = [
      '      .def("get_timestamps",\n'),
 ]
 
+DISPATCH_MARK = "// pyfftgl: no barriers of its own before a dispatch"
+DISPATCH_EDITS = [
+    ("    // Barrier to ensure the data is finished writing to buffer memory\n"
+     "    for (const std::shared_ptr<Tensor>& tensor :\n"
+     "         this->mAlgorithm->getTensors()) {\n"
+     "        tensor->recordPrimaryBufferMemoryBarrier(\n"
+     "          commandBuffer,\n"
+     "          vk::AccessFlagBits::eTransferWrite,\n"
+     "          vk::AccessFlagBits::eShaderRead,\n"
+     "          vk::PipelineStageFlagBits::eTransfer,\n"
+     "          vk::PipelineStageFlagBits::eComputeShader);\n"
+     "    }\n",
+     f"    {DISPATCH_MARK}: the caller records the ones it needs\n"),
+]
+
 
 def _apply(path: Path, edits, done_when: str) -> None:
     text = path.read_text()
@@ -166,6 +187,7 @@ def main(root: str) -> int:
            STAMP_MARK)
     _apply(Path(root) / "src" / "Sequence.cpp", STAMP_EDITS, STAMP_MARK)
     _apply(Path(root) / "python" / "src" / "main.cpp", STAMP_BINDING_EDITS, STAMP_MARK)
+    _apply(Path(root) / "src" / "OpAlgoDispatch.cpp", DISPATCH_EDITS, DISPATCH_MARK)
     return 0
 
 

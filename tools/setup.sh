@@ -45,7 +45,7 @@ if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, pybind11, setuptools' 2>/d
 fi
 
 # kp is rebuilt when missing or built without our latest patch (tools/kp_patch.py says why).
-if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-5" ]; then
+if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-6" ]; then
   say "building kp $KP_VERSION from its sdist (offline CMake, system Vulkan headers and fmt)"
   export KOMPUTE_OPT_INSTALL=OFF KOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF \
     KOMPUTE_OPT_USE_BUILT_IN_FMT=OFF KOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF \
@@ -64,7 +64,7 @@ if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-5" ]; then
   "$VPY" tools/kp_patch.py "$src/kp-$KP_VERSION"
   pip install --no-build-isolation --no-deps --force-reinstall "$src/kp-$KP_VERSION"
   rm -rf "$src"
-  touch "$VENV/.kp-patch-5"
+  touch "$VENV/.kp-patch-6"
 fi
 
 # Checked from / so that the source folder itself does not satisfy the import.

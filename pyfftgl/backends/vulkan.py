@@ -29,7 +29,8 @@ def _choose(devices: list[dict]) -> dict:
 # Vulkan's flag bits (VkAccessFlagBits, VkPipelineStageFlagBits) for kp.OpMemoryBarrier.
 _SHADER_WRITE = 0x40
 _SHADER_RW = 0x20 | _SHADER_WRITE  # SHADER_READ | SHADER_WRITE
-_TRANSFER_RW = 0x800 | 0x1000  # TRANSFER_READ | TRANSFER_WRITE
+_TRANSFER_WRITE = 0x1000
+_TRANSFER_RW = 0x800 | _TRANSFER_WRITE  # TRANSFER_READ | TRANSFER_WRITE
 _COMPUTE, _TRANSFER = 0x800, 0x1000  # COMPUTE_SHADER, TRANSFER stages
 
 
@@ -73,8 +74,16 @@ class VkSubmission(Submission):
         self._ops = []
         if uploads:
             self._ops.append(kp.OpTensorSyncDevice([b.tensor for b in uploads]))
-        # The first dispatch's own transfer->compute barrier orders these copies before it.
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_before]
+        if dispatches:
+            # kp records no barrier before a dispatch (tools/kp_patch.py, 6): one transfer ->
+            # compute barrier here orders the uploads and copies above, and whatever an earlier
+            # submission left running (it ends in a compute -> transfer barrier, below, or in
+            # its downloads), before any dispatch of this one.
+            tensors = list({id(b.tensor): b.tensor for d in dispatches
+                            for b in d.kernel.buffers}.values())
+            self._ops.append(kp.OpMemoryBarrier(tensors, _TRANSFER_WRITE, _SHADER_RW, _TRANSFER,
+                                                _COMPUTE))
         first = len(self._ops)
         for i, d in enumerate(dispatches):
             if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
@@ -83,8 +92,8 @@ class VkSubmission(Submission):
         self._timed_span = (first, len(self._ops))
         if dispatches and (copies_after or not downloads):
             # Before the copies out; or, with nothing downloaded, for the next submission, whose
-            # first dispatch's transfer->compute barrier chains onto this one, so submissions
-            # left running (wait=False) stay ordered.
+            # transfer->compute barrier chains onto this one, so submissions left running
+            # (wait=False) stay ordered.
             self._ops.append(_after_dispatch(dispatches[-1], _TRANSFER_RW, _TRANSFER))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
