@@ -7,7 +7,9 @@ between dispatches), one workgroup and 2048 (8 MB in, as a pass of fft2 1024^2 r
 then on GL alone with one thing changed at a time: the memory barrier's bits (all, the SSBO bit,
 none, glMemoryBarrierByRegion), storage buffers rebound before every dispatch, the program
 switched, a uniform set. It answers where the time of a small 2D transform goes beyond its
-kernels (README). Run on the GPU machine: python tools/dispatch_cost.py
+kernels (README). The GL variants moved by up to 2 us between runs of the same build on the
+H100: repeat a run before reading a difference. Run on the GPU machine:
+python tools/dispatch_cost.py
 """
 from __future__ import annotations
 
