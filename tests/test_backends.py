@@ -73,6 +73,34 @@ def test_kp_timestamps_bracket_a_span():
         assert len(ts) == 3 and ts[0] <= ts[1] <= ts[2]
 
 
+@pytest.mark.parametrize("uploads", [False, True])
+def test_vulkan_submissions_record_their_own_barriers(uploads):
+    """kp records no barrier before a dispatch (tools/kp_patch.py, 6), so a submission orders
+    itself: a transfer -> compute barrier before its first dispatch (after its uploads), one
+    between dependent dispatches, and one after the last for the next submission; and the chain
+    still computes right, run twice (the second run ordered after the first)."""
+    import kp
+
+    from pyfftgl import planner
+    from pyfftgl.backends.base import Dispatch
+    dev = get_device("vulkan")
+    data = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
+    a, b, c = (dev.buffer(data.nbytes) for _ in range(3))
+    prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
+    chain = [Dispatch(dev.kernel(prog, [src, dst], (4, 1, 1)),
+                      np.array([1024, 0, 0, 0, 0, 0], np.uint32)) for src, dst in [(a, b), (b, c)]]
+    sub = dev.record(chain, uploads=[a] if uploads else ())
+    kinds = [type(op) for op in sub._ops]
+    assert kinds == [kp.OpTensorSyncDevice] * uploads + [
+        kp.OpMemoryBarrier, kp.OpAlgoDispatch, kp.OpMemoryBarrier, kp.OpAlgoDispatch,
+        kp.OpMemoryBarrier]
+    if not uploads:
+        dev.write(a, data)
+    for _ in range(2):
+        sub.run([data] if uploads else ())
+        assert np.array_equal(dev.read(c, data.size), data)
+
+
 @pytest.mark.parametrize("name", ["vulkan", "gl"])
 def test_buffer_write_read(name):
     dev = get_device(name)
