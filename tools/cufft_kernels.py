@@ -7,6 +7,8 @@ the same. Run on the GPU machine: python tools/cufft_kernels.py
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -23,7 +25,8 @@ CASES = [  # (name, shape, function)
 
 
 def main() -> None:
-    print(torch.cuda.get_device_name(), "cuFFT", torch.backends.cuda.cufft_plan_cache.max_size)
+    print(torch.cuda.get_device_name(), "torch", torch.__version__, "CUDA", torch.version.cuda)
+    trace_path = Path(tempfile.mkdtemp()) / "trace.json"
     for name, shape, fn in CASES:
         real = fn.startswith("r")
         x = torch.randn(shape, device="cuda", dtype=torch.float32)
@@ -37,10 +40,8 @@ def main() -> None:
             f(x)
             torch.cuda.synchronize()
         print(f"== {name}")
-        prof.export_chrome_trace(f"/tmp/cufft-{fn}-{'x'.join(map(str, shape))}.json")
-        with open(f"/tmp/cufft-{fn}-{'x'.join(map(str, shape))}.json") as fh:
-            trace = json.load(fh)
-        for ev in trace.get("traceEvents", []):
+        prof.export_chrome_trace(str(trace_path))
+        for ev in json.loads(trace_path.read_text()).get("traceEvents", []):
             if ev.get("cat") == "kernel":
                 args = ev.get("args", {})
                 print(f"  {ev.get('dur', 0):8.1f} us grid {args.get('grid')} block {args.get('block')} "

@@ -14,13 +14,11 @@ python tools/dispatch_cost.py
 from __future__ import annotations
 
 import ctypes
-import sys
 
 import moderngl
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
-from pyfftgl.backends.gl import gl_proc  # noqa: E402
+from pyfftgl.backends.gl import gl_proc
 
 GL_SHADER_STORAGE_BARRIER_BIT = 0x2000
 GL_ALL_BARRIER_BITS = 0xFFFFFFFF
