@@ -185,7 +185,8 @@ class GLDevice(Device):
             import moderngl
         except ImportError as e:
             raise BackendUnavailable(f"the GL backend needs ModernGL ({e}); pip install moderngl") from e
-        if ctx is None:
+        own = ctx is None
+        if own:
             try:
                 ctx = moderngl.create_standalone_context(require=430, backend="egl")
             except Exception as e:  # glcontext raises plain Exceptions
@@ -196,9 +197,11 @@ class GLDevice(Device):
             raise BackendUnavailable(
                 f"OpenGL {ctx.version_code // 100}.{ctx.version_code % 100 // 10} has no compute "
                 "shaders; pyfftgl needs OpenGL 4.3 or newer")
-        # Release GL objects when Python drops them; ModernGL's default keeps every buffer and
-        # program alive until released by hand, so evicted plans would hold their memory.
-        ctx.gc_mode = "auto"
+        if own:
+            # Release GL objects when Python drops them; ModernGL's default keeps every buffer
+            # and program alive until released by hand, so evicted plans would hold their memory.
+            # A caller's context keeps its own mode: the objects made here release themselves.
+            ctx.gc_mode = "auto"
         self.ctx = ctx
         self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
         self._vkmemory, self._vkmemory_worked = None, False
@@ -254,7 +257,8 @@ class GLDevice(Device):
             except OSError:  # before GL 4.5: mutable storage, still never read or written in place
                 self._buffer_storage = False
         if not self._buffer_storage:
-            return GLBuffer(self.ctx.buffer(reserve=nbytes), nbytes)
+            buf = self.ctx.buffer(reserve=nbytes)
+            return GLBuffer(buf, nbytes, buf.release)
         create, storage, delete, query = self._buffer_storage
         name, size = ctypes.c_uint32(0), ctypes.c_int64(0)
         create(1, ctypes.byref(name))
@@ -269,7 +273,20 @@ class GLDevice(Device):
     def image(self, width: int, height: int, fmt: str) -> GLImage:
         """A texture of the plan's own (width x height, GLSL image format `fmt`)."""
         components = {"r32f": 1, "rg32f": 2, "rgba32f": 4}[fmt]
-        return GLImage(self.ctx.texture((width, height), components, dtype="f4"))
+        texture = self.ctx.texture((width, height), components, dtype="f4")
+        image = GLImage(texture)
+        weakref.finalize(image, texture.release).atexit = False
+        return image
+
+    @classmethod
+    def of(cls, ctx) -> "GLDevice":
+        """The device on the caller's ModernGL context, one per context (programs are compiled
+        once per device)."""
+        dev = getattr(ctx, "_pyfftgl_device", None)
+        if dev is None:
+            dev = cls(ctx)
+            ctx._pyfftgl_device = dev
+        return dev
 
     def _vulkan_buffer(self, nbytes: int) -> GLBuffer | None:
         """A buffer of Vulkan's memory; None where the drivers do not share it (decided by the
