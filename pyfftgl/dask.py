@@ -1,8 +1,8 @@
 """pyfftgl's transforms over dask arrays, for batches larger than one machine or one GPU.
 
     import dask.array as da, pyfftgl.dask
-    x = da.from_zarr(...).astype("complex64").rechunk({0: 64, 1: -1, 2: -1})
-    y = pyfftgl.dask.fft2(x)            # lazy; y.compute() runs the blocks on the workers
+    x = da.random.random((1024, 256, 256), chunks=(64, -1, -1)).astype("float32")
+    y = pyfftgl.dask.rfft2(x)           # lazy; y.compute() runs the blocks on the workers
 
 Each function is `dask.array.fft.fft_wrap` around the pyfftgl function of the same name, so the
 signatures and rules are dask's: the transformed axes must each be one chunk (else dask's
@@ -27,8 +27,9 @@ its environment:
 PYFFTGL_VULKAN_DEVICE is a Vulkan device index, as `vulkaninfo --summary` numbers them (GPU0, GPU1,
 ...), or a substring of the device's name. For the GL backend, ModernGL's EGL context reads
 GLCONTEXT_DEVICE_INDEX, an index into EGL's device list (eglQueryDevicesEXT; its order need not be
-Vulkan's). A LocalCluster takes the same through `env={"PYFFTGL_VULKAN_DEVICE": "1"}`, one cluster
-per GPU, or one Nanny per GPU in a SpecCluster.
+Vulkan's). On one host, a distributed.SpecCluster of one Nanny per GPU does the same, each with
+`options={"nthreads": 1, "env": {"PYFFTGL_VULKAN_DEVICE": "<i>"}}` (tests/test_dask.py starts one);
+LocalCluster's `env=` gives every worker the same environment.
 """
 from __future__ import annotations
 
@@ -75,10 +76,9 @@ def _out_dtype(func, dtype, naxes: int, norm) -> np.dtype:
     """func's output dtype for `dtype` input over `naxes` axes, with pyfftgl's own checks (dtype,
     norm): an empty batch of naxes-D lines is returned without any device work."""
     sample = np.zeros((0,) + (8,) * naxes, dtype)
-    axes = tuple(range(1, naxes + 1))
     if func.__name__ in _ONE_AXIS:
         return func(sample, axis=1, norm=norm).dtype
-    return func(sample, axes=axes, norm=norm).dtype
+    return func(sample, axes=tuple(range(1, naxes + 1)), norm=norm).dtype
 
 
 def _transform(name, a, size, axes, norm, backend):
