@@ -263,7 +263,11 @@ class TransformPlan:
         if self.spec.chunks != 1:
             raise ValueError("this transform does not fit one submission on this device")
         dst = self.output_buffer() if dst is None else dst
-        self.submission({"in": src, "out": dst}).run(wait=False)
+        sub = self.submission({"in": src, "out": dst})
+        sub.run(wait=False)
+        runs = getattr(_in_use, "runs", None)
+        if runs is not None:  # a Plan's call watching which submissions it made
+            runs.append(sub)
         return dst
 
 
@@ -340,7 +344,8 @@ class PlanCache:
 
 plan_cache = PlanCache()
 # Per thread: `plans`, the device plans a pyfftgl.plan() warm-up touched; `pinned`, the device
-# plans of the Plan executing now by cache key, used before the cache (which may have dropped them).
+# plans of the Plan executing now by cache key, used before the cache (which may have dropped them);
+# `runs`, the device submissions a Plan's call made.
 _in_use = threading.local()
 
 

@@ -75,26 +75,22 @@ class VkSubmission(Submission):
             self._ops.append(kp.OpTensorSyncDevice([b.tensor for b in uploads]))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_before]
         if dispatches:
-            # kp records no barrier before a dispatch (tools/kp_patch.py, 6): one transfer ->
-            # compute barrier here orders the uploads and copies above, and whatever an earlier
-            # submission left running (it ends in a compute -> transfer barrier, below, or in
-            # its downloads), before any dispatch of this one.
+            # kp records no barrier before a dispatch (tools/kp_patch.py, 6): one barrier here
+            # orders the uploads and copies above, and every dispatch and copy of the submissions
+            # before this one (left running by wait=False), before any dispatch of this one.
             if any(d.images for d in dispatches):
                 raise NotImplementedError("the Vulkan backend binds buffers only (images are GL's)")
             tensors = list({id(b.tensor): b.tensor for d in dispatches
                             for b in d.buffers}.values())
-            self._ops.append(kp.OpMemoryBarrier(tensors, _TRANSFER_WRITE, _SHADER_RW, _TRANSFER,
-                                                _COMPUTE))
+            self._ops.append(kp.OpMemoryBarrier(tensors, _TRANSFER_WRITE | _SHADER_WRITE,
+                                                _SHADER_RW, _TRANSFER | _COMPUTE, _COMPUTE))
         first = len(self._ops)
         for i, d in enumerate(dispatches):
             if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
                 self._ops.append(_after_dispatch(dispatches[i - 1], _SHADER_RW, _COMPUTE))
             self._ops.append(kp.OpAlgoDispatch(device._algorithm(d), d.push))
         self._timed_span = (first, len(self._ops))
-        if dispatches and (copies_after or not downloads):
-            # Before the copies out; or, with nothing downloaded, for the next submission, whose
-            # transfer->compute barrier chains onto this one, so submissions left running
-            # (wait=False) stay ordered.
+        if dispatches and copies_after:
             self._ops.append(_after_dispatch(dispatches[-1], _TRANSFER_RW, _TRANSFER))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
@@ -284,10 +280,14 @@ class VulkanDevice(Device):
         import kp
         self.finish()
         tensor = buf.tensor
+        # Submissions end without a barrier of their own: make their writes visible here.
+        seq = self._mgr.sequence().record(kp.OpMemoryBarrier(
+            [buf.tensor], _SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW, _COMPUTE | _TRANSFER,
+            _TRANSFER))
         if buf.device_only:
             tensor = self._staging_for(buf)
-            self._mgr.sequence().eval(kp.OpTensorCopy([buf.tensor, tensor]))
-        self._mgr.sequence().eval(kp.OpTensorSyncLocal([tensor]))
+            seq.record(kp.OpTensorCopy([buf.tensor, tensor]))
+        seq.record(kp.OpTensorSyncLocal([tensor])).eval()
         return np.array(tensor.data()[:count], copy=True)
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
