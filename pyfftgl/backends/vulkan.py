@@ -82,8 +82,12 @@ class VkSubmission(Submission):
                 raise NotImplementedError("the Vulkan backend binds buffers only (images are GL's)")
             tensors = list({id(b.tensor): b.tensor for d in dispatches
                             for b in d.buffers}.values())
-            self._ops.append(kp.OpMemoryBarrier(tensors, _TRANSFER_WRITE | _SHADER_WRITE,
-                                                _SHADER_RW, _TRANSFER | _COMPUTE, _COMPUTE))
+            # Transfers of earlier submissions end in a host wait (read, write, downloads), so a
+            # submission that copies nothing itself only waits for earlier dispatches.
+            moves = bool(uploads or copies_before)
+            self._ops.append(kp.OpMemoryBarrier(
+                tensors, _SHADER_WRITE | (_TRANSFER_WRITE if moves else 0), _SHADER_RW,
+                _COMPUTE | (_TRANSFER if moves else 0), _COMPUTE))
         first = len(self._ops)
         for i, d in enumerate(dispatches):
             if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
@@ -93,6 +97,9 @@ class VkSubmission(Submission):
         if dispatches and copies_after:
             self._ops.append(_after_dispatch(dispatches[-1], _TRANSFER_RW, _TRANSFER))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
+        if copies_after:  # the next submission's dispatches wait for these copies
+            self._ops.append(kp.OpMemoryBarrier([b.tensor for _, b in copies_after],
+                                                _TRANSFER_WRITE, _SHADER_RW, _TRANSFER, _COMPUTE))
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
         self._ring = []  # kp sequences of the plain ops, made as calls overlap
