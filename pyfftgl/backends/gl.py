@@ -21,8 +21,8 @@ from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Image, Limits
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
 GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
 GL_BUFFER_SIZE = 0x8764
-# Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): on the H200
-# GL's own placement halved the speed from 256 MB buffers up and left 128 MB ones at full speed.
+# Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): GL's own
+# placement of large buffers ran kernels at half speed (docs/performance-log.md).
 VULKAN_MEMORY_MIN_BYTES = 1 << 25
 
 
@@ -100,7 +100,7 @@ class GLProgram(Program):
 class GLSubmission(Submission):
     """Uploads and downloads go through staging buffers that only the CPU touches, copied on the
     GPU: a buffer written with glBufferSubData at every call is moved to system memory by
-    NVIDIA's driver (measured: every dispatch then ran at PCIe speed, 2.5 ms for 128 MB)."""
+    NVIDIA's driver (every dispatch then ran at PCIe speed)."""
 
     def __init__(self, device: "GLDevice", dispatches, uploads, downloads, copies_before=(),
                  copies_after=()):

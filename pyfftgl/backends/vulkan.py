@@ -250,7 +250,7 @@ class VulkanDevice(Device):
         count = max(1, -(-nbytes // 4))
         if device_only:
             # A storage tensor has no staging copy, so kp's OpTensorCopy does not also memcpy
-            # it on the host after every device copy (90 ms per 128 MB call, measured).
+            # it on the host after every device copy.
             buf = self._track(VkBuffer(self._mgr.tensor_t(np.empty(count, np.float32),
                                                           kp.TensorTypes.storage),
                                        nbytes, device_only=True))
