@@ -95,21 +95,22 @@ def sharpen(shape, amount=1.5, sigma=2.0) -> Filter:
 
 def motion_blur(shape, length=24.0, angle=30.0) -> Filter:
     """A box of `length` pixels along `angle`, centred on the pixel (an antialiased line)."""
-    n = max(2, int(np.ceil(4 * length)) + 1)
-    t = np.linspace(-length / 2, length / 2, n)
+    n = max(2, int(np.ceil(4 * length)))
+    t = (np.arange(n) + 0.5) * (length / n) - length / 2  # midpoints: a box exactly `length` long
     return Filter("motion", _splat(shape, t, angle, np.full(n, 1.0 / n)))
 
 
-def bloom_kernel(shape, intensity=1.0, radius=1.0, star=0.25, spokes=4) -> np.ndarray:
-    """A long-tailed glow (a sum of Gaussians with growing sigma) plus a `spokes`-armed star of
-    exponentially fading streaks; it sums to `intensity`."""
+def bloom_kernel(shape, intensity=1.0, radius=1.0, star=0.5, arms=6) -> np.ndarray:
+    """A long-tailed glow (a sum of Gaussians with growing sigma) plus a star of `arms` (even)
+    exponentially fading streaks, as a six-bladed aperture makes; it sums to `intensity`."""
     sigmas, weights = radius * np.array([1.5, 5.0, 14.0, 36.0]), np.array([0.45, 0.3, 0.17, 0.08])
     glow = sum(wt * _gaussian(shape, s) for s, wt in zip(sigmas, weights))
     reach = 80.0 * radius
     n = max(2, int(8 * reach))
     t = np.linspace(-reach, reach, n)
-    fade = np.exp(-np.abs(t) / (reach / 4))
-    streaks = sum(_splat(shape, t, 45.0 + 180.0 * i / spokes, fade) for i in range(spokes))
+    fade = np.exp(-np.abs(t) / (reach / 3))
+    lines = arms // 2  # each line through the centre gives two arms
+    streaks = sum(_splat(shape, t, 90.0 + 180.0 * i / lines, fade) for i in range(lines))
     streaks = _gaussian_smooth(streaks, 0.7)
     return intensity * ((1 - star) * glow + star * streaks / streaks.sum())
 
@@ -119,16 +120,17 @@ def _gaussian_smooth(k, sigma):
     return np.real(np.fft.ifft2(np.fft.fft2(k) * np.fft.fft2(_gaussian(k.shape, sigma))))
 
 
-def bloom(shape, threshold=0.75, intensity=1.5, radius=1.0, star=0.25) -> Filter:
+def bloom(shape, threshold=0.75, intensity=1.5, radius=1.0, star=0.5) -> Filter:
     return Filter("bloom", bloom_kernel(shape, intensity, radius, star), threshold=threshold)
 
 
 def bright_pass(image, threshold):
-    """What bloom convolves: each colour scaled by how far its luminance exceeds the threshold
-    (continuous in the threshold, so float32 and float64 agree); alpha becomes 0."""
+    """What bloom convolves: each colour scaled by how far its luminance exceeds the threshold, as
+    a fraction of the headroom above it (white gives its full colour); continuous, so float32 and
+    float64 agree. Alpha becomes 0."""
     x = np.asarray(image, np.float64)
     lum = x[..., :3] @ LUMA
-    scale = np.maximum(lum - threshold, 0.0) / np.maximum(lum, 1e-6)
+    scale = np.maximum(lum - threshold, 0.0) / (max(1.0 - threshold, 1e-3) * np.maximum(lum, 1e-6))
     out = np.zeros_like(x)
     out[..., :3] = x[..., :3] * scale[..., None]
     return out

@@ -25,11 +25,12 @@ def fast_length(n: int) -> int:
 
 
 def fit(image, shape):
-    """Scales an (h, w, 4) image to fit inside shape (keeping its aspect) and pads it, centred,
-    with opaque black: circular convolution then wraps into black, not into the far edge."""
+    """Shrinks an (h, w, 4) image to fit inside shape where it is larger (keeping its aspect) and
+    pads it, centred, with opaque black: circular convolution then wraps into black, not into the
+    far edge. A smaller image is padded, not enlarged."""
     h, w = shape
     ih, iw = image.shape[:2]
-    scale = min(h / ih, w / iw)
+    scale = min(1.0, h / ih, w / iw)
     nh, nw = max(1, round(ih * scale)), max(1, round(iw * scale))
     if (nh, nw) != (ih, iw):
         bands = [Image.fromarray(np.ascontiguousarray(image[..., c]), "F").resize((nw, nh), Image.LANCZOS)
@@ -115,6 +116,9 @@ def test_pattern(shape, seed=3) -> np.ndarray:
         y, x = rng.integers(0, h), rng.integers(0, w)
         dot, _, _ = _disc(shape, y, x, rng.uniform(0.8, 2.5) * s / 1024 + 0.7)
         _over(img, dot, tints[rng.integers(0, len(tints))])
+    for y, x, tint in ((0.47, 0.52, [1.0, 0.8, 0.5]), (0.93, 0.30, [0.6, 0.8, 1.0]), (0.40, 0.90, [1, 1, 1])):
+        lamp, _, _ = _disc(shape, y * h, x * w, 4.0 * s / 1024 + 1.0)
+        _over(img, lamp, tint)
     return np.clip(img, 0.0, 1.0).astype(np.float32)
 
 

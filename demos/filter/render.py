@@ -48,7 +48,7 @@ void main() {   // filters.bright_pass
     if (!INSIDE(p, dst)) return;
     vec3 c = imageLoad(src, p).rgb;
     float lum = dot(c, vec3(0.2126, 0.7152, 0.0722));
-    imageStore(dst, p, vec4(c * (max(lum - threshold, 0.0) / max(lum, 1e-6)), 0.0));
+    imageStore(dst, p, vec4(c * (max(lum - threshold, 0.0) / (max(1.0 - threshold, 1e-3) * max(lum, 1e-6))), 0.0));
 }
 """
 
