@@ -138,6 +138,25 @@ def test_sizes_and_fitting():
     assert (small[:, 272:272 + 480] == 0.5).all() and not small[:, :272, :3].any()
 
 
+def test_controls_adjust_within_bounds():
+    c = app.Controls("bandpass", SHAPE)
+    assert c.values["bandpass"] == {"inner": 0.02, "outer": 0.2, "falloff": 0.02}
+    c.adjust(0, -10)  # left arrow: inner stops at 0
+    c.adjust(1, 2)    # up arrow: outer + 2 steps
+    c.adjust(2, 1)    # wheel: falloff x 1.2
+    assert c.values["bandpass"] == pytest.approx({"inner": 0.0, "outer": 0.21, "falloff": 0.024})
+    assert c.filter().kernel[0, 0] == 1.0 and not c.dirty
+    c.choose("motion")
+    c.drag(30.0, -30.0)  # right and up on screen
+    assert c.values["motion"] == pytest.approx({"length": 30 * 2 ** 0.5, "angle": 45.0})
+    c.choose("blur")
+    c.drag(30.0, 0.0)  # drags only steer motion blur
+    c.adjust(2, 1)
+    assert c.values["blur"]["sigma"] == pytest.approx(4.6) and c.describe() == "blur  sigma 4.6"
+    with pytest.raises(ValueError, match="blur has no parameter 'amount'"):
+        c.set("amount", 2)
+
+
 def _run_demo(args, tmp_path, prefix=()):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([*prefix, sys.executable, "-m", "demos.filter", *args], cwd=tmp_path, env=env,

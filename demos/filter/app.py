@@ -136,8 +136,8 @@ class Demo:
         f, s = self.renderer.filter_timer.last, self.renderer.spectrum_timer.last
         ms = lambda v: "-" if v is None else f"{v:.3f} ms"  # noqa: E731
         lines = [f"{self.pictures[self.which][0]}: {self.controls.describe()}{'  (paused)' if self.paused else ''}",
-                 f"{w}x{h}  frame {ms(self.frame_ms)}  filter {ms(f) if self.controls.name != 'none' else '-'}"
-                 f"  spectrum {ms(s)}  ({self.timing})",
+                 f"{w}x{h}  frame {ms(self.frame_ms)}  filter FFT {ms(f) if self.controls.name != 'none' else '-'}"
+                 f"  spectrum FFT {ms(s)}  ({self.timing})",
                  self.device]
         return lines + [HELP] if self.help_line else lines
 
@@ -259,7 +259,7 @@ def run_window(args, shape, pictures, controls):
             frames += 1
             if now - title_at > 0.5:
                 glfw.set_window_title(window, f"pyfftgl filter: {controls.describe()}  "
-                                      f"frame {demo.frame_ms or 0:.1f} ms  filter "
+                                      f"frame {demo.frame_ms or 0:.1f} ms  filter FFT "
                                       f"{demo.renderer.filter_timer.last or 0:.3f} ms")
                 title_at = now
         print(f"{frames} frames in {time.perf_counter() - start:.2f} s; " + demo.summary())
