@@ -279,8 +279,9 @@ def parser():
     p.add_argument("--size", type=parse_size, metavar="N|WxH",
                    help="FFT size; the picture is scaled to fit and padded with black (default: 1024, "
                         "or an image's own size grown to the next 2-3-5-smooth size)")
-    p.add_argument("--window", type=lambda s: parse_size(s)[::-1], default=(1600, 800), metavar="WxH",
-                   help="window or headless framebuffer size (default 1600x800)")
+    p.add_argument("--window", type=lambda s: parse_size(s)[::-1], metavar="WxH",
+                   help="window or headless framebuffer size (default 1600 wide, two views of the "
+                        "picture's aspect side by side: 1600x800 for a square one)")
     p.add_argument("--headless", action="store_true", help="render through EGL without a window")
     p.add_argument("--frames", type=int, help="frames to render, then exit (headless default 3)")
     p.add_argument("--screenshot", metavar="PNG", help="save the last frame")
@@ -300,6 +301,8 @@ def main(argv=None):
         from .bench import run_bench
         return run_bench([parse_size(s) for s in args.bench_shapes.split(",")], args.bench_iters, args.bench_json)
     shape, pictures = inputs(args)
+    if args.window is None:
+        args.window = (1600, max(300, round(800 * shape[0] / shape[1])))
     controls = Controls(args.filter, shape)
     for item in args.set:
         key, _, value = item.partition("=")
