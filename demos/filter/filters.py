@@ -43,7 +43,7 @@ def _gaussian(shape, sigma):
     dy, dx = offsets(shape)
     if sigma <= 0:
         return ((dy == 0) & (dx == 0)).astype(np.float64)
-    g = np.exp(-(dx * dx + dy * dy) / (2.0 * sigma * sigma))
+    g = np.exp(-dy * dy / (2.0 * sigma * sigma)) * np.exp(-dx * dx / (2.0 * sigma * sigma))  # separable
     return g / g.sum()
 
 
