@@ -49,7 +49,7 @@ def test_gpu_filter_equals_numpy(renderer, name):
     filt = CASES[name](SHAPE)
     renderer.set_filter(filt)
     renderer.run(t=1.5, sparkles=3)
-    picture = renderer.read(renderer.image).astype(np.float64)  # what the GPU filtered, sparkles included
+    picture = renderer.read(renderer.image).astype(np.float64)  # what the GPU filtered (sparkles)
     got = renderer.read(renderer.result)
     want = filters.apply(picture, filt)
     assert np.abs(got - want).max() < 1e-4
@@ -68,8 +68,8 @@ def _ramp(v):
     def smoothstep(a, b, x):
         t = np.clip((x - a) / (b - a), 0.0, 1.0)
         return t * t * (3 - 2 * t)
-    return np.stack([smoothstep(0.0, 0.55, v), smoothstep(0.35, 0.85, v),
-                     0.6 * smoothstep(0.0, 0.3, v) * (1 - smoothstep(0.3, 0.6, v)) + smoothstep(0.75, 1.0, v)], -1)
+    blue = 0.6 * smoothstep(0.0, 0.3, v) * (1 - smoothstep(0.3, 0.6, v)) + smoothstep(0.75, 1.0, v)
+    return np.stack([smoothstep(0.0, 0.55, v), smoothstep(0.35, 0.85, v), blue], -1)
 
 
 def test_views_show_the_picture_and_its_log_power_spectrum(ctx, renderer):
@@ -81,7 +81,8 @@ def test_views_show_the_picture_and_its_log_power_spectrum(ctx, renderer):
     renderer.set_filter(filt)
     renderer.run(t=0.0, sparkles=0)
     renderer.draw(fbo)
-    shot = np.frombuffer(fbo.read(components=3), np.uint8).reshape(h + 8, 2 * (w + 8), 3)[::-1].astype(int)
+    shot = np.frombuffer(fbo.read(components=3), np.uint8).reshape(h + 8, 2 * (w + 8), 3)
+    shot = shot[::-1].astype(int)  # GL rows start at the bottom
     out = filters.apply(images.test_pattern(SHAPE), filt)
     left = np.clip(out[..., :3], 0, 1) * 255
     assert np.abs(shot[4:4 + h, 4:4 + w] - left).max() <= 1.01
@@ -127,7 +128,8 @@ def test_bright_pass_and_bloom_reference():
 
 
 def test_sizes_and_fitting():
-    assert [images.fast_length(n) for n in (1080, 1081, 1920, 1023, 7)] == [1080, 1125, 1920, 1024, 8]
+    sizes = (1080, 1081, 1920, 1023, 7)
+    assert [images.fast_length(n) for n in sizes] == [1080, 1125, 1920, 1024, 8]
     assert app.parse_size("2048x1152") == (1152, 2048) and app.parse_size("256") == (256, 256)
     hd = np.full((1080, 1920, 4), 0.5, np.float32)
     fitted = images.fit(hd, (1152, 2048))
@@ -158,9 +160,10 @@ def test_controls_adjust_within_bounds():
 
 
 def _run_demo(args, tmp_path, prefix=()):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([*prefix, sys.executable, "-m", "demos.filter", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return subprocess.run([*prefix, sys.executable, "-m", "demos.filter", *args], cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=path), capture_output=True, text=True,
+                          timeout=300)
 
 
 def _png(path):
@@ -170,22 +173,24 @@ def _png(path):
 
 
 def test_headless_screenshot(tmp_path):
-    """Band-pass against no filter on the same picture: the left halves (below the caption) differ."""
+    """Band-pass against no filter on the same picture: the left halves (below the caption)
+    differ."""
     shots = {}
     for name in ("bandpass", "none"):
-        r = _run_demo(["--headless", "--frames", "2", "--size", "128", "--window", "640x320", "--filter", name,
-                       "--paused", "--screenshot", f"{name}.png"], tmp_path)
+        r = _run_demo(["--headless", "--frames", "2", "--size", "128", "--window", "640x320",
+                       "--filter", name, "--paused", "--screenshot", f"{name}.png"], tmp_path)
         assert r.returncode == 0, r.stderr
         shots[name] = _png(tmp_path / f"{name}.png")
     band, none = shots["bandpass"], shots["none"]
     assert band.shape == (320, 640, 3)
-    assert band[:, :320].std() > 20 and band[:, 320:].std() > 20  # picture and spectrum are not flat
+    assert band[:, :320].std() > 20 and band[:, 320:].std() > 20  # picture, spectrum: not flat
     assert np.abs(band[110:310, 10:310] - none[110:310, 10:310]).mean() > 5
 
 
 def test_window_under_xvfb(tmp_path):
     if shutil.which("xvfb-run") is None:
-        pytest.skip("xvfb-run is not installed (tools/setup.sh installs xvfb); no display to open a window on")
+        pytest.skip("xvfb-run is not installed (tools/setup.sh installs xvfb): no display for "
+                    "a window")
     r = _run_demo(["--frames", "4", "--size", "128", "--window", "640x320", "--filter", "bloom",
                    "--screenshot", "window.png"], tmp_path, prefix=("xvfb-run", "-a"))
     assert r.returncode == 0, r.stdout + r.stderr

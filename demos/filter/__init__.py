@@ -1,1 +1,2 @@
-"""Real-time FFT image filtering on OpenGL textures with pyfftgl.gl.TextureFFT: `python -m demos.filter`."""
+"""Real-time FFT image filtering on OpenGL textures with pyfftgl.gl.TextureFFT:
+`python -m demos.filter`."""

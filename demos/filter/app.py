@@ -32,10 +32,12 @@ PARAMS = {
     "blur": [Param("sigma", 4.0, 0.3, 200.0, 1.15, True)],
     "sharpen": [Param("amount", 1.5, 0.0, 10.0, 0.25), Param("sigma", 2.0, 0.3, 50.0, 1.15, True)],
     "motion": [Param("length", 24.0, 1.0, 600.0, 1.15, True), Param("angle", 30.0, -1e9, 1e9, 5.0)],
-    "bloom": [Param("threshold", 0.75, 0.0, 1.0, 0.02), Param("intensity", 1.5, 0.0, 20.0, 1.15, True),
+    "bloom": [Param("threshold", 0.75, 0.0, 1.0, 0.02),
+              Param("intensity", 1.5, 0.0, 20.0, 1.15, True),
               Param("radius", 1.0, 0.2, 8.0, 1.15, True)],
 }
-HELP = "1-6 filter  arrows/wheel adjust  drag: motion angle  I input  space pause  S save  R reset  Esc quit"
+HELP = ("1-6 filter  arrows/wheel adjust  drag: motion angle  I input  space pause  S save  "
+        "R reset  Esc quit")
 
 
 class Controls:
@@ -51,7 +53,8 @@ class Controls:
 
     def set(self, key, value):
         if key not in self.values[self.name]:
-            raise ValueError(f"{self.name} has no parameter {key!r} (it has {sorted(self.values[self.name])})")
+            raise ValueError(f"{self.name} has no parameter {key!r} "
+                             f"(it has {sorted(self.values[self.name])})")
         self.values[self.name][key] = float(value)
         self.dirty = True
 
@@ -114,7 +117,8 @@ def inputs(args):
 
 
 class Demo:
-    """One frame = animate, filter, spectrum, draw, caption; the window and headless loops share it."""
+    """One frame = animate, filter, spectrum, draw, caption; the window and headless loops share
+    it."""
 
     def __init__(self, ctx, shape, pictures, controls, sparkles=6, paused=False, help_line=False):
         from .render import FilterRenderer, is_software
@@ -135,8 +139,10 @@ class Demo:
         h, w = self.shape
         f, s = self.renderer.filter_timer.last, self.renderer.spectrum_timer.last
         ms = lambda v: "-" if v is None else f"{v:.3f} ms"  # noqa: E731
-        lines = [f"{self.pictures[self.which][0]}: {self.controls.describe()}{'  (paused)' if self.paused else ''}",
-                 f"{w}x{h}  frame {ms(self.frame_ms)}  filter FFT {ms(f) if self.controls.name != 'none' else '-'}"
+        paused = "  (paused)" if self.paused else ""
+        filtered = ms(f) if self.controls.name != "none" else "-"
+        lines = [f"{self.pictures[self.which][0]}: {self.controls.describe()}{paused}",
+                 f"{w}x{h}  frame {ms(self.frame_ms)}  filter FFT {filtered}"
                  f"  spectrum FFT {ms(s)}  ({self.timing})",
                  self.device]
         return lines + [HELP] if self.help_line else lines
@@ -155,8 +161,9 @@ class Demo:
 
     def summary(self):
         r = self.renderer
-        return (f"{self.shape[1]}x{self.shape[0]} {self.controls.describe()}: filter {r.filter_timer.mean:.3f} ms, "
-                f"spectrum {r.spectrum_timer.mean:.3f} ms per frame over {r.filter_timer.count} frames "
+        return (f"{self.shape[1]}x{self.shape[0]} {self.controls.describe()}: "
+                f"filter {r.filter_timer.mean:.3f} ms, spectrum {r.spectrum_timer.mean:.3f} ms "
+                f"per frame over {r.filter_timer.count} frames "
                 f"({self.timing}; {self.device})")
 
 
@@ -189,7 +196,8 @@ def run_window(args, shape, pictures, controls):
         return 2
     try:
         for hint, value in ((glfw.CONTEXT_VERSION_MAJOR, 4), (glfw.CONTEXT_VERSION_MINOR, 3),
-                            (glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE), (glfw.OPENGL_FORWARD_COMPAT, True)):
+                            (glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE),
+                            (glfw.OPENGL_FORWARD_COMPAT, True)):
             glfw.window_hint(hint, value)
         window = glfw.create_window(*args.window, "pyfftgl filter", None, None)
         if not window:
@@ -206,7 +214,8 @@ def run_window(args, shape, pictures, controls):
                 return
             if glfw.KEY_1 <= key <= glfw.KEY_6 and action == glfw.PRESS:
                 controls.choose(ORDER[key - glfw.KEY_1])
-            steps = {glfw.KEY_RIGHT: (0, 1), glfw.KEY_LEFT: (0, -1), glfw.KEY_UP: (1, 1), glfw.KEY_DOWN: (1, -1)}
+            steps = {glfw.KEY_RIGHT: (0, 1), glfw.KEY_LEFT: (0, -1),
+                     glfw.KEY_UP: (1, 1), glfw.KEY_DOWN: (1, -1)}
             if key in steps:
                 controls.adjust(*steps[key])
             if action != glfw.PRESS:
@@ -242,7 +251,8 @@ def run_window(args, shape, pictures, controls):
         glfw.set_cursor_pos_callback(window, on_move)
         start = last = time.perf_counter()
         frames, title_at = 0, 0.0
-        while not glfw.window_should_close(window) and (args.frames is None or frames < args.frames):
+        more = lambda: args.frames is None or frames < args.frames  # noqa: E731
+        while not glfw.window_should_close(window) and more():
             glfw.poll_events()
             now = time.perf_counter()
             size = glfw.get_framebuffer_size(window)
@@ -274,11 +284,13 @@ def parser():
     p.add_argument("--filter", choices=ORDER, default="bandpass", help="the filter to start with")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a parameter of that filter, e.g. --set sigma=8 (repeatable)")
-    p.add_argument("--image", metavar="PATH", help="any image Pillow reads (default: the test pattern)")
+    p.add_argument("--image", metavar="PATH",
+                   help="any image Pillow reads (default: the test pattern)")
     p.add_argument("--sample", action="store_true", help="start with the bundled picture")
     p.add_argument("--size", type=parse_size, metavar="N|WxH",
-                   help="FFT size; the picture is scaled to fit and padded with black (default: 1024, "
-                        "or an image's own size grown to the next 2-3-5-smooth size)")
+                   help="FFT size; a larger picture is shrunk to fit, a smaller one padded with "
+                        "black (default: 1024, or an image's own size grown to the next "
+                        "2-3-5-smooth size)")
     p.add_argument("--window", type=lambda s: parse_size(s)[::-1], metavar="WxH",
                    help="window or headless framebuffer size (default 1600 wide, two views of the "
                         "picture's aspect side by side: 1600x800 for a square one)")
@@ -286,10 +298,13 @@ def parser():
     p.add_argument("--frames", type=int, help="frames to render, then exit (headless default 3)")
     p.add_argument("--screenshot", metavar="PNG", help="save the last frame")
     p.add_argument("--paused", action="store_true", help="start paused (space toggles)")
-    p.add_argument("--sparkles", type=int, default=6, help="wandering lights of the animation (0: none)")
+    p.add_argument("--sparkles", type=int, default=6,
+                   help="wandering lights of the animation (0: none)")
     p.add_argument("--no-vsync", dest="vsync", action="store_false")
-    p.add_argument("--bench", action="store_true", help="time the filter on GL against torch.fft and exit")
-    p.add_argument("--bench-shapes", default="1024x1024,2048x1024,1920x1080,2048x1152", metavar="WxH,...")
+    p.add_argument("--bench", action="store_true",
+                   help="time the filter on GL against torch.fft and exit")
+    p.add_argument("--bench-shapes", default="1024x1024,2048x1024,1920x1080,2048x1152",
+                   metavar="WxH,...")
     p.add_argument("--bench-iters", type=int, default=300)
     p.add_argument("--bench-json", metavar="PATH", help="also write the benchmark as JSON")
     return p
@@ -299,7 +314,8 @@ def main(argv=None):
     args = parser().parse_args(argv)
     if args.bench:
         from .bench import run_bench
-        return run_bench([parse_size(s) for s in args.bench_shapes.split(",")], args.bench_iters, args.bench_json)
+        shapes = [parse_size(s) for s in args.bench_shapes.split(",")]
+        return run_bench(shapes, args.bench_iters, args.bench_json)
     shape, pictures = inputs(args)
     if args.window is None:
         args.window = (1600, max(300, round(800 * shape[0] / shape[1])))

@@ -64,29 +64,31 @@ def torch_filter(picture, filt, iters):
         return None
     if not torch.cuda.is_available():
         return None
-    x = torch.from_numpy(np.stack([picture[..., 0] + 1j * picture[..., 1],
-                                   picture[..., 2] + 1j * picture[..., 3]]).astype(np.complex64)).cuda()
+    fields = np.stack([picture[..., 0] + 1j * picture[..., 1],
+                       picture[..., 2] + 1j * picture[..., 3]])
+    x = torch.from_numpy(fields.astype(np.complex64)).cuda()
     k = torch.from_numpy(filt.spectrum().astype(np.complex64)).cuda()
     step = lambda: torch.fft.ifft2(torch.fft.fft2(x) * k)  # noqa: E731
     for _ in range(20):
         step()
     torch.cuda.synchronize()
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    event = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+    pairs = [(event(), event()) for _ in range(iters)]
     for a, b in pairs:
         a.record()
         step()
         b.record()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start, end = event(), event()
     start.record()
     for _ in range(iters):
         y = step()
     end.record()
     torch.cuda.synchronize()
+    y = y.cpu().numpy()
+    got = np.stack([y[0].real, y[0].imag, y[1].real, y[1].imag], -1)
     return {"torch_frame_events_median_ms": _median_ms([a.elapsed_time(b) for a, b in pairs]),
             "torch_loop_events_ms": start.elapsed_time(end) / iters,
-            "torch_vs_numpy_max_abs_err": float(np.abs(np.stack([y[0].real.cpu().numpy(), y[0].imag.cpu().numpy(),
-                                                                 y[1].real.cpu().numpy(), y[1].imag.cpu().numpy()], -1)
-                                                        - filters.apply(picture, filt)).max()),
+            "torch_vs_numpy_max_abs_err": float(np.abs(got - filters.apply(picture, filt)).max()),
             "torch": torch.__version__, "cuda_device": torch.cuda.get_device_name()}
 
 
@@ -96,20 +98,26 @@ def run_bench(shapes, iters, json_path=None):
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
     software = is_software(ctx)
     result = {"gl_renderer": ctx.info["GL_RENDERER"], "gl_version": ctx.info["GL_VERSION"],
-              "host": platform.node(), "iters": iters, "work": "RGBA image: forward + multiply + inverse "
-              "(TextureFFT.convolve, two complex fields) vs torch fft2/mul/ifft2 of (2, H, W) complex64",
+              "host": platform.node(), "iters": iters,
+              "work": "RGBA image: forward + multiply + inverse (TextureFFT.convolve, two complex "
+                      "fields) vs torch fft2/mul/ifft2 of (2, H, W) complex64",
               "rows": []}
-    print(f"GL: {result['gl_renderer']} ({'wall clock; software GL time queries miss compute' if software else 'GL time queries'})")
-    print(f"{'W x H':>11} {'GL frame':>10} {'GL loop':>10} {'GL wall':>10} {'torch frame':>12} {'torch loop':>11} {'err':>9}")
+    how = "wall clock; software GL time queries miss compute" if software else "GL time queries"
+    print(f"GL: {result['gl_renderer']} ({how})")
+    print(f"{'W x H':>11} {'GL frame':>10} {'GL loop':>10} {'GL wall':>10} {'torch frame':>12} "
+          f"{'torch loop':>11} {'err':>9}")
     for shape in shapes:
         row, picture, filt = gl_filter(ctx, shape, iters, software)
-        row = {"width": shape[1], "height": shape[0], **row, **(torch_filter(picture, filt, iters) or {})}
+        torch_row = torch_filter(picture, filt, iters) or {}
+        row = {"width": shape[1], "height": shape[0], **row, **torch_row}
         result["rows"].append(row)
         f = lambda k: f"{row[k]:.4f}" if row.get(k) is not None else "-"  # noqa: E731
-        print(f"{shape[1]:>5} x {shape[0]:<4} {f('gl_frame_query_median_ms'):>10} {f('gl_loop_query_ms'):>10} "
-              f"{f('gl_loop_wall_ms'):>10} {f('torch_frame_events_median_ms'):>12} {f('torch_loop_events_ms'):>11} "
+        print(f"{shape[1]:>5} x {shape[0]:<4} {f('gl_frame_query_median_ms'):>10} "
+              f"{f('gl_loop_query_ms'):>10} {f('gl_loop_wall_ms'):>10} "
+              f"{f('torch_frame_events_median_ms'):>12} {f('torch_loop_events_ms'):>11} "
               f"{row['max_abs_err']:>9.2e}")
-    print("ms per frame; frame = median of one query (events) per call, loop = one query over all calls")
+    print("ms per frame; frame = median of one query (events) per call, "
+          "loop = one query over all calls")
     if json_path:
         with open(json_path, "w") as fh:
             json.dump(result, fh, indent=1)

@@ -43,7 +43,8 @@ def _gaussian(shape, sigma):
     dy, dx = offsets(shape)
     if sigma <= 0:
         return ((dy == 0) & (dx == 0)).astype(np.float64)
-    g = np.exp(-dy * dy / (2.0 * sigma * sigma)) * np.exp(-dx * dx / (2.0 * sigma * sigma))  # separable
+    two_var = 2.0 * sigma * sigma
+    g = np.exp(-dy * dy / two_var) * np.exp(-dx * dx / two_var)  # separable: two cheap exps
     return g / g.sum()
 
 
@@ -70,7 +71,8 @@ def identity(shape) -> Filter:
 def bandpass(shape, inner=0.02, outer=0.2, falloff=0.02, keep_mean=True) -> Filter:
     """Keeps radial frequencies between `inner` and `outer` cycles/pixel; each edge is a smoothstep
     `falloff` wide. keep_mean passes the zero frequency too, so the picture keeps its average
-    colour instead of going black. The mask is real and even, so the kernel it stands for is real."""
+    colour instead of going black. The mask is real and even, so the kernel it stands for is
+    real."""
     fy = np.fft.fftfreq(shape[0])[:, None]
     fx = np.fft.fftfreq(shape[1])[None, :]
     r = np.hypot(fx, fy)

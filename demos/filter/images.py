@@ -33,8 +33,8 @@ def fit(image, shape):
     scale = min(1.0, h / ih, w / iw)
     nh, nw = max(1, round(ih * scale)), max(1, round(iw * scale))
     if (nh, nw) != (ih, iw):
-        bands = [Image.fromarray(np.ascontiguousarray(image[..., c]), "F").resize((nw, nh), Image.LANCZOS)
-                 for c in range(4)]
+        bands = [Image.fromarray(np.ascontiguousarray(image[..., c]), "F")
+                 .resize((nw, nh), Image.LANCZOS) for c in range(4)]
         image = np.clip(np.stack([np.asarray(b) for b in bands], -1), 0.0, 1.0)
     out = np.zeros((h, w, 4), np.float32)
     out[..., 3] = 1.0
@@ -74,15 +74,18 @@ def test_pattern(shape, seed=3) -> np.ndarray:
     s = min(h, w)
     img = np.zeros((h, w, 4))
     gy = np.linspace(0.0, 1.0, h)[:, None]
-    img[..., 0], img[..., 1], img[..., 2], img[..., 3] = 0.05 + 0.05 * gy, 0.06 + 0.06 * gy, 0.12 + 0.08 * gy, 1.0
+    img[..., :3] = [0.05, 0.06, 0.12] + gy[..., None] * [0.05, 0.06, 0.08]
+    img[..., 3] = 1.0
 
     inside, r, _ = _disc(shape, 0.30 * h, 0.27 * w, 0.23 * s)
     big_r = 0.23 * s
-    zone = 0.5 + 0.45 * np.cos(np.pi * 0.5 * r * r / big_r)  # local frequency r / (2 big_r): 0.5 at the rim
+    # local frequency r / (2 big_r) cycles/pixel: 0.5 at the rim
+    zone = 0.5 + 0.45 * np.cos(np.pi * 0.5 * r * r / big_r)
     _over(img, inside, np.zeros(3))
     img[..., :3] += inside[..., None] * zone[..., None]
 
-    bars = np.array([[1, 1, 1], [1, 1, 0], [0, 1, 1], [0, 1, 0], [1, 0, 1], [1, 0, 0], [0, 0, 1]]) * 0.75
+    bars = 0.75 * np.array([[1, 1, 1], [1, 1, 0], [0, 1, 1], [0, 1, 0],
+                            [1, 0, 1], [1, 0, 0], [0, 0, 1]])
     x0, x1, y0, y1 = int(0.56 * w), int(0.96 * w), int(0.07 * h), int(0.30 * h)
     for i, c in enumerate(bars):
         a = x0 + (x1 - x0) * i // len(bars)
@@ -116,7 +119,8 @@ def test_pattern(shape, seed=3) -> np.ndarray:
         y, x = rng.integers(0, h), rng.integers(0, w)
         dot, _, _ = _disc(shape, y, x, rng.uniform(0.8, 2.5) * s / 1024 + 0.7)
         _over(img, dot, tints[rng.integers(0, len(tints))])
-    for y, x, tint in ((0.47, 0.52, [1.0, 0.8, 0.5]), (0.93, 0.30, [0.6, 0.8, 1.0]), (0.40, 0.90, [1, 1, 1])):
+    lamps = ((0.47, 0.52, [1.0, 0.8, 0.5]), (0.93, 0.30, [0.6, 0.8, 1.0]), (0.40, 0.90, [1, 1, 1]))
+    for y, x, tint in lamps:
         lamp, _, _ = _disc(shape, y * h, x * w, 4.0 * s / 1024 + 1.0)
         _over(img, lamp, tint)
     return np.clip(img, 0.0, 1.0).astype(np.float32)
@@ -128,7 +132,8 @@ def _ridge(w, rng, octaves=7):
     y = np.zeros(w)
     for o in range(1, octaves + 1):
         f = 2 ** o
-        y += (rng.standard_normal() * np.sin(2 * np.pi * f * x) + rng.standard_normal() * np.cos(2 * np.pi * f * x)) / f
+        a, b = rng.standard_normal(2)
+        y += (a * np.sin(2 * np.pi * f * x) + b * np.cos(2 * np.pi * f * x)) / f
     return y / np.abs(y).max()
 
 
@@ -138,8 +143,9 @@ def landscape(shape=(540, 960), seed=7) -> np.ndarray:
     rng = np.random.default_rng(seed)
     horizon = int(0.64 * h)
     y = np.linspace(0.0, 1.0, horizon)[:, None, None]
-    top, mid, low = np.array([0.05, 0.06, 0.20]), np.array([0.45, 0.25, 0.45]), np.array([1.0, 0.62, 0.30])
-    sky = np.where(y < 0.3, top + (mid - top) * (y / 0.3), mid + (low - mid) * np.clip((y - 0.3) / 0.25, 0, 1))
+    top, mid, low = np.array([[0.05, 0.06, 0.20], [0.45, 0.25, 0.45], [1.0, 0.62, 0.30]])
+    sky = np.where(y < 0.3, top + (mid - top) * (y / 0.3),
+                   mid + (low - mid) * np.clip((y - 0.3) / 0.25, 0, 1))
     sky = np.broadcast_to(sky, (horizon, w, 3)).copy()
 
     sun, r, _ = _disc((horizon, w), 0.45 * horizon, 0.68 * w, 0.05 * h, soft=1.5)
@@ -152,7 +158,8 @@ def landscape(shape=(540, 960), seed=7) -> np.ndarray:
         _over(sky, dot * rng.uniform(0.5, 1.0), [1.0, 1.0, 0.95])
 
     rows = np.arange(horizon)[:, None]
-    layers = [(0.58, 0.14, [0.42, 0.30, 0.48]), (0.70, 0.12, [0.25, 0.17, 0.32]), (0.84, 0.10, [0.10, 0.07, 0.14])]
+    layers = [(0.58, 0.14, [0.42, 0.30, 0.48]), (0.70, 0.12, [0.25, 0.17, 0.32]),
+              (0.84, 0.10, [0.10, 0.07, 0.14])]
     for base, height, colour in layers:
         top_row = (base - height * (0.5 + 0.5 * _ridge(w, rng))) * horizon
         _over(sky, np.clip(rows - top_row[None, :] + 0.5, 0.0, 1.0), colour)

@@ -48,7 +48,8 @@ void main() {   // filters.bright_pass
     if (!INSIDE(p, dst)) return;
     vec3 c = imageLoad(src, p).rgb;
     float lum = dot(c, vec3(0.2126, 0.7152, 0.0722));
-    imageStore(dst, p, vec4(c * (max(lum - threshold, 0.0) / (max(1.0 - threshold, 1e-3) * max(lum, 1e-6))), 0.0));
+    float excess = max(lum - threshold, 0.0) / max(1.0 - threshold, 1e-3);
+    imageStore(dst, p, vec4(c * (excess / max(lum, 1e-6)), 0.0));
 }
 """
 
@@ -84,8 +85,9 @@ void main() {   // texel row 0 is the top of the picture
 # The colour ramp of the spectrum view; tests/test_filter_demo.py has its numpy twin.
 RAMP = """
 vec3 ramp(float v) {
+    float blue = 0.6 * smoothstep(0.0, 0.3, v) * (1.0 - smoothstep(0.3, 0.6, v));
     return vec3(smoothstep(0.0, 0.55, v), smoothstep(0.35, 0.85, v),
-                0.6 * smoothstep(0.0, 0.3, v) * (1.0 - smoothstep(0.3, 0.6, v)) + smoothstep(0.75, 1.0, v));
+                blue + smoothstep(0.75, 1.0, v));
 }
 """
 
@@ -101,7 +103,8 @@ void main() {
     ivec2 p = min(ivec2(vec2(uv.x, 1.0 - uv.y) * vec2(n)), n - 1);
     ivec2 k = (p - n / 2 + n) % n;   // fftshift: the zero frequency in the middle
     vec4 a = texelFetch(spec, k, 0), b = texelFetch(spec, (n - k) % n, 0);
-    // Two real fields share one complex one: X(k) = (Z(k) + conj Z(-k)) / 2, Y(k) = (Z(k) - conj Z(-k)) / 2i.
+    // Two real fields share one complex one:
+    // X(k) = (Z(k) + conj Z(-k)) / 2, Y(k) = (Z(k) - conj Z(-k)) / 2i.
     vec2 r = 0.5 * (a.xy + conj(b.xy));
     vec2 d = 0.5 * (a.xy - conj(b.xy));
     vec2 bl = 0.5 * (a.zw + conj(b.zw));
@@ -207,7 +210,8 @@ class FilterRenderer:
         h, w = self.shape
         self.fft = TextureFFT(ctx, self.shape)
         rgba = lambda: ctx.texture((w, h), 4, dtype="f4")  # noqa: E731
-        self.base, self.image, self.bright, self.glow, self.output, self.spectrum = (rgba() for _ in range(6))
+        self.base, self.image, self.bright, self.glow, self.output, self.spectrum = (
+            rgba() for _ in range(6))
         self.result = self.image
         self.source_pass = ctx.compute_shader(SOURCE)
         self.bright_pass = ctx.compute_shader(BRIGHT_PASS)
@@ -216,7 +220,8 @@ class FilterRenderer:
         self.spectrum_view = ctx.program(vertex_shader=FULLSCREEN, fragment_shader=SPECTRUM_VIEW)
         self.overlay = ctx.program(vertex_shader=OVERLAY_VERTEX, fragment_shader=OVERLAY)
         self.spectrum_view["norm"] = 1.0 / np.log1p(float(h * w) ** 2)
-        self.vaos = {p: ctx.vertex_array(p, []) for p in (self.image_view, self.spectrum_view, self.overlay)}
+        views = (self.image_view, self.spectrum_view, self.overlay)
+        self.vaos = {p: ctx.vertex_array(p, []) for p in views}  # vertices come from gl_VertexID
         self.filter_timer, self.spectrum_timer = GpuTimer(ctx), GpuTimer(ctx)
         self.filter, self.kernel_spectrum, self.caption = None, None, None
 
@@ -242,7 +247,8 @@ class FilterRenderer:
 
     def run(self, t=0.0, sparkles=6):
         """One frame of GPU work: animate, filter, transform the result for the spectrum view."""
-        self._dispatch(self.source_pass, [self.base, self.image], time=float(t), sparkles=int(sparkles))
+        self._dispatch(self.source_pass, [self.base, self.image], time=float(t),
+                       sparkles=int(sparkles))
         with self.filter_timer:
             self.result = self._filter()
         with self.spectrum_timer:
@@ -254,7 +260,8 @@ class FilterRenderer:
         if self.filter.threshold is None:
             self.fft.convolve(self.image, self.kernel_spectrum, self.output)
             return self.output
-        self._dispatch(self.bright_pass, [self.image, self.bright], threshold=float(self.filter.threshold))
+        self._dispatch(self.bright_pass, [self.image, self.bright],
+                       threshold=float(self.filter.threshold))
         self.fft.convolve(self.bright, self.kernel_spectrum, self.glow)
         self._dispatch(self.composite_pass, [self.image, self.glow, self.output])
         return self.output
@@ -285,7 +292,8 @@ class FilterRenderer:
         if self.caption is not None:
             cw, ch = self.caption.size
             x0, y0, x1, y1 = 8, fh - 8 - ch, 8 + cw, fh - 8
-            self.overlay["rect"] = (2 * x0 / fw - 1, 2 * y0 / fh - 1, 2 * x1 / fw - 1, 2 * y1 / fh - 1)
+            self.overlay["rect"] = (2 * x0 / fw - 1, 2 * y0 / fh - 1,
+                                    2 * x1 / fw - 1, 2 * y1 / fh - 1)
             self.caption.use(0)
             self.overlay["tex"] = 0
             ctx.enable(moderngl.BLEND)
@@ -299,8 +307,9 @@ class FilterRenderer:
         return np.frombuffer(tex.read(), np.float32).reshape(h, w, 4)
 
     def release(self):
-        for obj in (self.base, self.image, self.bright, self.glow, self.output, self.spectrum, self.caption,
-                    self.source_pass, self.bright_pass, self.composite_pass, *self.vaos.values(),
+        for obj in (self.base, self.image, self.bright, self.glow, self.output, self.spectrum,
+                    self.caption, self.source_pass, self.bright_pass, self.composite_pass,
+                    *self.vaos.values(),
                     self.image_view, self.spectrum_view, self.overlay):
             if obj is not None:
                 obj.release()
@@ -312,6 +321,7 @@ class FilterRenderer:
 def screenshot(fbo, path, size=None):
     """Saves what fbo shows, right way up (GL rows start at the bottom)."""
     w, h = size or fbo.size
-    rgb = np.frombuffer(fbo.read(viewport=(0, 0, w, h), components=3, alignment=1), np.uint8).reshape(h, w, 3)
+    data = fbo.read(viewport=(0, 0, w, h), components=3, alignment=1)
+    rgb = np.frombuffer(data, np.uint8).reshape(h, w, 3)
     Image.fromarray(np.flipud(rgb)).save(path)
 
