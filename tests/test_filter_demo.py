@@ -159,6 +159,30 @@ def test_controls_adjust_within_bounds():
         c.set("amount", 2)
 
 
+def test_inputs_from_an_image_path(tmp_path):
+    from PIL import Image
+    rgb = (np.arange(200 * 300 * 3) % 251).astype(np.uint8).reshape(200, 300, 3)
+    Image.fromarray(rgb).save(tmp_path / "in.png")
+    args = app.parser().parse_args(["--image", str(tmp_path / "in.png")])
+    shape, pictures = app.inputs(args)
+    assert shape == (200, 300)  # 2-3-5-smooth already: no padding
+    assert [label for label, _ in pictures] == [str(tmp_path / "in.png"), "sample.png", "test pattern"]
+    assert np.array_equal(pictures[0][1][..., :3], rgb / np.float32(255))
+    args = app.parser().parse_args(["--image", str(tmp_path / "in.png"), "--size", "512x256"])
+    shape, pictures = app.inputs(args)
+    assert shape == (256, 512) and all(p.shape == (256, 512, 4) for _, p in pictures)
+    assert np.array_equal(pictures[0][1][28:228, 106:406, :3], rgb / np.float32(255))
+
+
+def test_bench_runs_and_checks_against_numpy(tmp_path):
+    from demos.filter.bench import run_bench
+    assert run_bench([(64, 96)], 3, str(tmp_path / "b.json")) == 0
+    import json
+    row, = json.loads((tmp_path / "b.json").read_text())["rows"]
+    assert (row["width"], row["height"]) == (96, 64)
+    assert row["max_abs_err"] < 1e-4 and row["gl_loop_wall_ms"] > 0
+
+
 def _run_demo(args, tmp_path, prefix=()):
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     return subprocess.run([*prefix, sys.executable, "-m", "demos.filter", *args], cwd=tmp_path,
