@@ -323,5 +323,5 @@ def screenshot(fbo, path, size=None):
     w, h = size or fbo.size
     data = fbo.read(viewport=(0, 0, w, h), components=3, alignment=1)
     rgb = np.frombuffer(data, np.uint8).reshape(h, w, 3)
-    Image.fromarray(np.flipud(rgb)).save(path)
+    Image.fromarray(np.flipud(rgb)).save(path, optimize=True)
 
