@@ -9,6 +9,7 @@ import numpy as np
 from . import _validate as v
 from . import plans as _plans
 from .device_array import DeviceArray, asarray
+from .planner import Step
 from .plans import cached_steps_plan
 
 # The helpers are pure host functions; numpy's own are exactly numpy's semantics.
@@ -24,11 +25,11 @@ def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
     """Run `steps` (planner.plan_steps) on the complex64 C-contiguous x; returns complex64."""
     if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
         shape = list(x.shape)
-        for kind, ax, *rest in steps:
-            if kind == "r2c":
-                shape[ax] = rest[0] // 2 + 1
-            elif kind == "c2r":
-                shape[ax] = rest[0] // 2 if rest[0] % 2 == 0 and ax == x.ndim - 1 else rest[0]
+        for st in steps:
+            if st.kind == "r2c":
+                shape[st.axis] = st.n // 2 + 1
+            elif st.kind == "c2r":
+                shape[st.axis] = st.n // 2 if st.n % 2 == 0 and st.axis == x.ndim - 1 else st.n
         return np.zeros(shape, np.complex64)
     plan = cached_steps_plan(x.shape, tuple(steps), backend)
     return plan.execute(x)
@@ -75,17 +76,17 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     last, n_last = axes[-1], s[-1]
     if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
             and d.dtype == np.complex64:
-        return _run_device(d, [("c2c", ax, inverse, norm) for ax in axes[::-1]], out)
+        return _run_device(d, [Step("c2c", ax, inverse=inverse, norm=norm) for ax in axes[::-1]], out)
     innermost_even = last == d.ndim - 1 and n_last % 2 == 0
     if name in ("rfft", "rfftn", "rfft2") and same and innermost_even \
             and d.dtype == np.float32:
-        steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax in axes[-2::-1]]
+        steps = [Step("r2c", last, n=n_last, norm=norm)] + [Step("c2c", ax, inverse=False, norm=norm) for ax in axes[-2::-1]]
         return _run_device(d.view(np.complex64), steps, out)
     if name in ("irfft", "irfftn", "irfft2") and innermost_even \
             and d.dtype == np.complex64 and d.shape[last] == n_last // 2 + 1 \
             and all(d.shape[ax] == n for ax, n in zip(axes[:-1], s[:-1])) \
             and len(set(axes)) == len(axes):
-        steps = [("c2c", ax, True, norm) for ax in axes[:-1]] + [("c2r", last, n_last, norm)]
+        steps = [Step("c2c", ax, inverse=True, norm=norm) for ax in axes[:-1]] + [Step("c2r", last, n=n_last, norm=norm)]
         return _run_device(d, steps, out, np.float32)
     if name in ("fft", "ifft", "rfft", "irfft"):
         return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
@@ -121,7 +122,7 @@ def _c2c_nd(a, s, axes, norm, inverse, out, backend, name, default_axes=None):
     for group in v.distinct_runs(list(zip(axes, s))[::-1]):
         x = v.fit(result, [ax for ax, _ in group], [n for _, n in group])
         x = np.ascontiguousarray(x, dtype=np.complex64)
-        steps = [("c2c", ax, inverse, norm) for ax, _ in group]
+        steps = [Step("c2c", ax, inverse=inverse, norm=norm) for ax, _ in group]
         result = _run(x, steps, backend)
     if result is arr:  # no axes at all: numpy returns the input, converted
         result = np.asarray(arr, dtype=np.complex64)
@@ -184,11 +185,11 @@ def _rfft_nd(a, s, axes, norm, out, backend, name):
         x = np.ascontiguousarray(x).view(np.complex64)
     else:
         x = np.ascontiguousarray(x, dtype=np.complex64)
-    steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax, _ in first[1:]]
+    steps = [Step("r2c", last, n=n_last, norm=norm)] + [Step("c2c", ax, inverse=False, norm=norm) for ax, _ in first[1:]]
     result = _run(x, steps, backend)
     for group in runs[1:]:  # only for repeated axes
         x = np.ascontiguousarray(v.fit(result, [ax for ax, _ in group], [n for _, n in group]))
-        result = _run(x, [("c2c", ax, False, norm) for ax, _ in group], backend)
+        result = _run(x, [Step("c2c", ax, inverse=False, norm=norm) for ax, _ in group], backend)
     return _finish(result, out)
 
 
@@ -210,9 +211,9 @@ def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
         sizes = [n // 2 + 1 if final and k == len(group) - 1 else n
                  for k, (_, n) in enumerate(group)]
         x = np.ascontiguousarray(v.fit(result, [ax for ax, _ in group], sizes), np.complex64)
-        steps = [("c2c", ax, True, norm) for ax, _ in (group[:-1] if final else group)]
+        steps = [Step("c2c", ax, inverse=True, norm=norm) for ax, _ in (group[:-1] if final else group)]
         if final:
-            steps.append(("c2r", last, n_last, norm))
+            steps.append(Step("c2r", last, n=n_last, norm=norm))
         result = _run(x, steps, backend)
     if n_last % 2 == 0 and last == arr.ndim - 1:
         result = result.view(np.float32)  # n/2 complex values are the n reals

@@ -482,7 +482,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             ref = (np.fft.fft2 if square else np.fft.fft)(x.astype(np.complex128))
             runnable = []  # (candidate, its limits, spec, the passes timed)
             for cand in planner.shape_candidates(n, base):
-                lim = replace(base, tuned=((key,) + cand,))
+                lim = replace(base, tuned=(replace(cand, tiled=tiled),))
                 spec = plan_of(batch, lim)
                 timed = spec.passes[1:] if square else spec.passes
                 if (len(timed) != (2 if tiled else 1) or any(
@@ -517,14 +517,16 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             # the shape the planner takes now, with the wisdom the device started with
             now = plan_of(batch, device.info.limits).passes[1 if square else 0]
             dt = next((r[0] for r in timings if _cand_shape(r[1]) == _shape(now)), None)
-            echo(f"{name:6s} {wisdom.file_key(key):>10s}: best {t:.4f} ms {list(cand[0])} threads "
-                 f"{cand[1]} lines {lines} pad {cand[3]}; now {dt if dt is None else round(dt, 4)}"
+            echo(f"{name:6s} {wisdom.file_key(key):>10s}: best {t:.4f} ms {list(cand.radices)} "
+                 f"threads {cand.threads} lines {lines} pad {cand.pad}; now "
+                 f"{dt if dt is None else round(dt, 4)}"
                  f" ms; {len(timings)} shapes; worst {timings[-1][0]:.4f} ms")
             if tiled and dt is not None and t > TILED_GAIN * dt:
                 continue  # see TILED_GAIN
-            found[key] = {"radices": list(cand[0]), "threads": cand[1], "lines": cand[2],
-                          "pad": cand[3], "gpu_ms": round(t, 5), "elements": batch * length,
-                          "ranking": [[round(r[0], 5), list(r[1][0]), r[1][1], r[1][3]]
+            found[key] = {"radices": list(cand.radices), "threads": cand.threads,
+                          "lines": cand.lines, "pad": cand.pad, "gpu_ms": round(t, 5),
+                          "elements": batch * length,
+                          "ranking": [[round(r[0], 5), list(r[1].radices), r[1].threads, r[1].pad]
                                       for r in timings[:5]]}
         if save and found:
             echo(f"wrote {wisdom.save(device.info.name, name, found)}")
@@ -538,8 +540,8 @@ def _shape(p) -> tuple:
 
 
 def _cand_shape(cand) -> tuple:
-    """The same of a shape_candidates() tuple (radices, threads, lines, pad)."""
-    return cand[0], cand[1], cand[3]
+    """The same of a shape_candidates() record (planner.TunedShape)."""
+    return cand.radices, cand.threads, cand.pad
 
 
 def _plot_ratios(ax, records: list[dict]) -> None:

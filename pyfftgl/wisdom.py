@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from .planner import key_length, tiled_key
+from .planner import TunedShape, key_length, tiled_key
 from .shaders import cache_dir
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
@@ -65,17 +65,17 @@ def file_key(key) -> str:
     return f"{TILED}{n}" if tiled else str(n)
 
 
-def load(device_name: str, api: str) -> tuple:
-    """Limits.tuned for this device and API: (key, radices, threads, lines, pad) tuples, the key
-    n or ("tiled", n)."""
+def load(device_name: str, api: str) -> tuple[TunedShape, ...]:
+    """Limits.tuned for this device and API, ordered by length (contiguous before tiled)."""
     out = []
     for key, e in entries(device_name, api).items():
         try:
-            out.append((parse_key(key), tuple(int(r) for r in e["radices"]), int(e["threads"]),
-                        int(e.get("lines", 0)), bool(e.get("pad", False))))
+            n, tiled = key_length(parse_key(key))
+            out.append(TunedShape(n, tuple(int(r) for r in e["radices"]), int(e["threads"]),
+                                  int(e.get("lines", 0)), bool(e.get("pad", False)), tiled))
         except (KeyError, TypeError, ValueError):
             continue  # a malformed entry is ignored, never fatal
-    return tuple(sorted(out, key=lambda t: key_length(t[0])))
+    return tuple(sorted(out, key=lambda t: (t.n, t.tiled)))
 
 
 def save(device_name: str, api: str, found: dict, path: Path | None = None) -> Path:
