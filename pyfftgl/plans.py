@@ -279,8 +279,8 @@ class PlanCache:
 
 
 plan_cache = PlanCache()
-# Per thread: `plans`, the device plans a pyfftgl.plan() warm-up touched; `pinned`, the device
-# plans of the Plan executing now by cache key, used before the cache (which may have dropped them).
+# Per thread: `pinned`, the device plans of the Plan executing now by cache key, used before the
+# cache (which may have dropped them).
 _in_use = threading.local()
 
 
@@ -299,6 +299,4 @@ def cached_steps_plan(shape: tuple[int, ...], steps: tuple[planner.Step, ...], b
         plan = TransformPlan(spec, device, limits, steps[0].norm)
         plan.cache_key = key
         return plan
-    plan = plan_cache.get(key, build)
-    getattr(_in_use, "plans", []).append(plan)
-    return plan
+    return plan_cache.get(key, build)
