@@ -53,14 +53,14 @@ TILED = "tiled:"
 
 
 def parse_key(key: str):
-    """A wisdom key as Limits.tuned names it: n, or planner.tiled_key(n) for "tiled:n"."""
+    """A wisdom key as TunedShape.key names it: n, or planner.tiled_key(n) for "tiled:n"."""
     if key.startswith(TILED):
         return tiled_key(int(key[len(TILED):]))
     return int(key)
 
 
 def file_key(key) -> str:
-    """The wisdom file's key for a Limits.tuned key (the inverse of parse_key)."""
+    """The wisdom file's key for a TunedShape.key (the inverse of parse_key)."""
     n, tiled = key_length(key)
     return f"{TILED}{n}" if tiled else str(n)
 
@@ -79,7 +79,7 @@ def load(device_name: str, api: str) -> tuple[TunedShape, ...]:
 
 
 def save(device_name: str, api: str, found: dict, path: Path | None = None) -> Path:
-    """Merge {key: entry} (keys as Limits.tuned names them) into the wisdom file at `path`
+    """Merge {key: entry} (keys as TunedShape.key names them) into the wisdom file at `path`
     (default: the user's) and return it."""
     path = path or user_path(device_name)
     data = _read(path)

@@ -111,11 +111,17 @@ def test_tune_picks_a_measured_shape(backend, tmp_path, monkeypatch):
     found = bench.tune((32,), backends=(backend,), elements=1 << 12, reps=1,
                        echo=lambda *a: said.append(" ".join(map(str, a))))
     e = found[backend][32]
-    cands = planner.shape_candidates(32, dataclasses.replace(get_device(backend).info.limits,
-                                                              tuned=()))
+    base = dataclasses.replace(get_device(backend).info.limits, tuned=())
+    cands = planner.shape_candidates(32, base)
+    # the tuner times a candidate where the planner takes it as asked (padding that does not
+    # fit is dropped, and so is the candidate)
+    asked = [c for c in cands if [(p.radices, p.threads, p.sh_pad) for p in planner.plan_fft(
+        32, (1 << 12) // 32, False, "backward", dataclasses.replace(base, tuned=(c,))).passes]
+        == [(c.radices, c.threads, c.pad)]]
     assert int(np.prod(e["radices"])) == 32 and 0 < e["gpu_ms"] < 1e3
-    # every candidate checked and timed (none skipped), the fastest kept, ranked first
-    assert len(cands) >= 4 and any(f"; {len(cands)} shapes;" in line for line in said), said
+    # every such candidate checked and timed (none found wrong), the fastest kept, ranked first
+    assert len(asked) >= len(cands) // 2 >= 4
+    assert any(f"; {len(asked)} shapes;" in line for line in said), said
     assert not any("WRONG" in line for line in said)
     assert len(e["ranking"]) == min(5, len(cands))
     assert e["ranking"][0][0] == e["gpu_ms"] == min(r[0] for r in e["ranking"])
