@@ -4,11 +4,15 @@ submission through a cached plan. Single precision: float32/complex64 in, comple
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import _validate as v
 from . import plans as _plans
 from .device_array import DeviceArray, asarray
+from .planner import Step
 from .plans import cached_steps_plan
 
 # The helpers are pure host functions; numpy's own are exactly numpy's semantics.
@@ -20,21 +24,26 @@ ifftshift = np.fft.ifftshift
 _SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
-def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
+def _steps_out_shape(shape: tuple[int, ...], steps) -> tuple[int, ...]:
+    """The complex64 shape `steps` (planner.plan_steps) leave of an upload of `shape`."""
+    out = list(shape)
+    for st in steps:
+        if st.kind == "r2c":
+            out[st.axis] = st.n // 2 + 1
+        elif st.kind == "c2r":
+            out[st.axis] = st.n // 2 if st.n % 2 == 0 and st.axis == len(shape) - 1 else st.n
+    return tuple(out)
+
+
+def _run(x: np.ndarray, steps: tuple[Step, ...], backend) -> np.ndarray:
     """Run `steps` (planner.plan_steps) on the complex64 C-contiguous x; returns complex64."""
     if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
-        shape = list(x.shape)
-        for kind, ax, *rest in steps:
-            if kind == "r2c":
-                shape[ax] = rest[0] // 2 + 1
-            elif kind == "c2r":
-                shape[ax] = rest[0] // 2 if rest[0] % 2 == 0 and ax == x.ndim - 1 else rest[0]
-        return np.zeros(shape, np.complex64)
+        return np.zeros(_steps_out_shape(x.shape, steps), np.complex64)
     plan = cached_steps_plan(x.shape, tuple(steps), backend)
     return plan.execute(x)
 
 
-def _run_device(d: DeviceArray, steps: list[tuple], out: DeviceArray | None = None,
+def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = None,
                 out_dtype=np.complex64) -> DeviceArray:
     """Run `steps` on a device array into a new device array or `out`, with no host transfer."""
     plan = cached_steps_plan(d.shape, tuple(steps), d.device)
@@ -75,17 +84,17 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     last, n_last = axes[-1], s[-1]
     if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
             and d.dtype == np.complex64:
-        return _run_device(d, [("c2c", ax, inverse, norm) for ax in axes[::-1]], out)
+        return _run_device(d, [Step("c2c", ax, inverse=inverse, norm=norm) for ax in axes[::-1]], out)
     innermost_even = last == d.ndim - 1 and n_last % 2 == 0
     if name in ("rfft", "rfftn", "rfft2") and same and innermost_even \
             and d.dtype == np.float32:
-        steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax in axes[-2::-1]]
+        steps = [Step("r2c", last, n=n_last, norm=norm)] + [Step("c2c", ax, inverse=False, norm=norm) for ax in axes[-2::-1]]
         return _run_device(d.view(np.complex64), steps, out)
     if name in ("irfft", "irfftn", "irfft2") and innermost_even \
             and d.dtype == np.complex64 and d.shape[last] == n_last // 2 + 1 \
             and all(d.shape[ax] == n for ax, n in zip(axes[:-1], s[:-1])) \
             and len(set(axes)) == len(axes):
-        steps = [("c2c", ax, True, norm) for ax in axes[:-1]] + [("c2r", last, n_last, norm)]
+        steps = [Step("c2c", ax, inverse=True, norm=norm) for ax in axes[:-1]] + [Step("c2r", last, n=n_last, norm=norm)]
         return _run_device(d, steps, out, np.float32)
     if name in ("fft", "ifft", "rfft", "irfft"):
         return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
@@ -102,30 +111,171 @@ def _finish(result: np.ndarray, out):
     return out
 
 
-def _complex_input(a, name):
-    arr = v.as_array(a, name)
-    dtype = v.complex_dtype(arr.dtype)
-    return arr, dtype
+@dataclass(frozen=True)
+class _Job:
+    """One submission of a call: the array so far cropped or zero-padded to `sizes` along
+    `axes`, uploaded as complex64 of `shape` (`as_reals`: the float32 reals of an even innermost
+    axis viewed as half as many complex values), then `steps` run on the device."""
+
+    axes: tuple[int, ...]
+    sizes: tuple[int, ...]
+    steps: tuple[Step, ...]
+    shape: tuple[int, ...]
+    as_reals: bool = False
+
+    def upload(self, result: np.ndarray) -> np.ndarray:
+        x = v.fit(result, self.axes, self.sizes)
+        if self.as_reals:  # n reals viewed as n/2 complex: the packing trick of realfft.comp
+            return np.ascontiguousarray(x.astype(np.float32)).view(np.complex64)
+        return np.ascontiguousarray(x, dtype=np.complex64)
 
 
-def _c2c_nd(a, s, axes, norm, inverse, out, backend, name, default_axes=None):
-    if isinstance(a, DeviceArray):
-        return _device_nd(name, a, s, axes if axes is not None else default_axes, norm, out,
-                          inverse)
-    arr, dtype = _complex_input(a, name)
-    s, axes = v.shape_and_axes(arr, s, axes if axes is not None else default_axes)
+@dataclass(frozen=True)
+class _Call:
+    """What a call of a numpy.fft function does: its jobs, in order, and its result."""
+
+    jobs: tuple[_Job, ...]
+    out_shape: tuple[int, ...]
+    out_dtype: np.dtype
+    conj_input: bool = False  # hfft
+    conj_output: bool = False  # ihfft
+    real_output: bool = False  # the c2r kinds: the result's real samples,
+    reals_as_complex: bool = False  # computed as half as many complex values (even innermost n)
+
+
+def _job(shape, group, steps, as_reals=False) -> _Job:
+    """The job that fits the array of `shape` to `group`'s (axis, n) pairs and runs `steps`."""
+    axes, sizes = tuple(ax for ax, _ in group), tuple(n for _, n in group)
+    up = list(shape)
+    for ax, n in group:
+        up[ax] = n
+    if as_reals:
+        up[-1] //= 2
+    return _Job(axes, sizes, tuple(steps), tuple(up), as_reals)
+
+
+def _c2c_jobs(x, s, axes, norm, inverse) -> _Call:
+    v.complex_dtype(x.dtype)
+    s, axes = v.shape_and_axes(x, s, axes)
     norm = v.norm(norm)
-    result = arr
+    jobs, shape = [], x.shape
     # numpy transforms the listed axes last to first; runs of distinct axes go to the device
     # together (crop/pad along one axis commutes with transforms along the others).
     for group in v.distinct_runs(list(zip(axes, s))[::-1]):
-        x = v.fit(result, [ax for ax, _ in group], [n for _, n in group])
-        x = np.ascontiguousarray(x, dtype=np.complex64)
-        steps = [("c2c", ax, inverse, norm) for ax, _ in group]
-        result = _run(x, steps, backend)
-    if result is arr:  # no axes at all: numpy returns the input, converted
-        result = np.asarray(arr, dtype=np.complex64)
-    return _finish(result, out)
+        jobs.append(_job(shape, group, [Step("c2c", ax, inverse=inverse, norm=norm)
+                                        for ax, _ in group]))
+        shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
+    return _Call(tuple(jobs), tuple(shape), np.dtype(np.complex64))
+
+
+def _r2c_jobs(x, s, axes, norm, name, conj_output=False) -> _Call:
+    v.real_dtype(x.dtype, name)
+    s, axes = v.shape_and_axes(x, s, axes)
+    norm = v.norm(norm)
+    last, n_last = axes[-1], s[-1]
+    runs = v.distinct_runs([(last, n_last)] + list(zip(axes[:-1], s[:-1]))[::-1])
+    steps = [Step("r2c", last, n=n_last, norm=norm)]
+    steps += [Step("c2c", ax, norm=norm) for ax, _ in runs[0][1:]]
+    jobs = [_job(x.shape, runs[0], steps, as_reals=n_last % 2 == 0 and last == x.ndim - 1)]
+    shape = _steps_out_shape(jobs[0].shape, jobs[0].steps)
+    for group in runs[1:]:  # only for repeated axes
+        jobs.append(_job(shape, group, [Step("c2c", ax, norm=norm) for ax, _ in group]))
+        shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
+    return _Call(tuple(jobs), shape, np.dtype(np.complex64), conj_output=conj_output)
+
+
+def _c2r_jobs(x, s, axes, norm, conj_input=False) -> _Call:
+    v.complex_dtype(x.dtype)
+    s, axes = v.shape_and_axes(x, s, axes, invreal=True)
+    norm = v.norm(norm)
+    last, n_last = axes[-1], s[-1]
+    if n_last < 1:
+        raise ValueError(f"Invalid number of FFT data points ({n_last}) specified.")
+    runs = v.distinct_runs(list(zip(axes[:-1], s[:-1])) + [(last, n_last)])
+    jobs, shape = [], x.shape
+    for i, group in enumerate(runs):
+        final = i == len(runs) - 1
+        fitted = [(ax, n // 2 + 1 if final and k == len(group) - 1 else n)
+                  for k, (ax, n) in enumerate(group)]
+        steps = [Step("c2c", ax, inverse=True, norm=norm)
+                 for ax, _ in (group[:-1] if final else group)]
+        if final:
+            steps.append(Step("c2r", last, n=n_last, norm=norm))
+        jobs.append(_job(shape, fitted, steps))
+        shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
+    halves = n_last % 2 == 0 and last == x.ndim - 1
+    if halves:
+        shape = shape[:-1] + (shape[-1] * 2,)  # n/2 complex values are the n reals
+    # numpy's irfft of float16 returns result_type(float16, 1.0); with more axes its ifft steps
+    # have made the data complex64 first, and the result is float32
+    dtype = np.float16 if x.dtype == np.float16 and len(axes) == 1 else np.float32
+    return _Call(tuple(jobs), shape, np.dtype(dtype), conj_input=conj_input, real_output=True,
+                 reals_as_complex=halves)
+
+
+_C2C = {"fft": False, "ifft": True, "fftn": False, "ifftn": True, "fft2": False, "ifft2": True}
+_R2C = ("rfft", "rfftn", "rfft2", "ihfft")
+_C2R = ("irfft", "irfftn", "irfft2", "hfft")
+_ONE_AXIS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
+
+
+def _one_axis(kind, shape, n, axis) -> tuple[list[int], list[int]]:
+    """(s, axes) of a 1-D function: its axis, and n or its default length."""
+    ax = v.axis(axis, len(shape))
+    default = 2 * (shape[ax] - 1) if kind in ("irfft", "hfft") else shape[ax]
+    return [v.length(n, default)], [ax]
+
+
+def _jobs(kind, shape, dtype, *, n=None, axis=-1, s=None, axes=None, norm=None) -> _Call:
+    """How numpy.fft.<kind> on an array of `shape` and `dtype` runs on the device: its jobs and
+    its result's shape and dtype, the arguments checked in numpy's order, with numpy's
+    exceptions, before any GPU work. Plan builds its device plans from it."""
+    x = np.broadcast_to(np.zeros((), dtype), shape)  # the checks read only shape and dtype
+    v.as_array(x, kind)
+    if kind in _ONE_AXIS:
+        s, axes = _one_axis(kind, shape, n, axis)
+    if kind in ("hfft", "ihfft"):
+        norm = _SWAP[v.norm(norm)]
+    if kind in _C2C:
+        return _c2c_jobs(x, s, axes, norm, _C2C[kind])
+    if kind in _R2C:
+        return _r2c_jobs(x, s, axes, norm, kind, conj_output=kind == "ihfft")
+    return _c2r_jobs(x, s, axes, norm, conj_input=kind == "hfft")
+
+
+def _execute(call: _Call, arr: np.ndarray, backend) -> np.ndarray:
+    """Run a call's jobs on the host array `arr`; the result as numpy returns it."""
+    result = np.asarray(arr, np.complex64) if call.real_output or not call.jobs else arr
+    if call.conj_input:
+        result = np.conj(result)
+    for job in call.jobs:
+        result = _run(job.upload(result), job.steps, backend)
+    if call.reals_as_complex:
+        result = result.view(np.float32)  # n/2 complex values are the n reals
+    elif call.real_output:
+        result = np.ascontiguousarray(result.real)
+    if call.real_output:
+        result = result.astype(call.out_dtype, copy=False)
+    if call.conj_output:
+        result = np.conj(result, out=result)
+    return result
+
+
+def _device_call(kind, d: DeviceArray, out, *, n=None, axis=-1, s=None, axes=None, norm=None):
+    """A call on a device array: on the device where the kind allows, else through the host."""
+    if kind in ("hfft", "ihfft"):  # conjugation and a real result: through the host
+        return _via_host(kind, d, out, n=n, axis=axis, norm=norm)
+    if kind in _ONE_AXIS:
+        s, axes = _one_axis(kind, d.shape, n, axis)
+    return _device_nd(kind, d, s, axes, norm, out, _C2C.get(kind, False))
+
+
+def _call(kind, a, out, backend, **kwargs):
+    """numpy.fft.<kind>(a, **kwargs) on the device."""
+    if isinstance(a, DeviceArray):
+        return _device_call(kind, a, out, **kwargs)
+    arr = v.as_array(a, kind)
+    return _finish(_execute(_jobs(kind, arr.shape, arr.dtype, **kwargs), arr, backend), out)
 
 
 def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
@@ -135,150 +285,72 @@ def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     "forward"; `out` receives the result. `backend` picks the API ("vulkan", "gl", "auto" or a
     Device). float32/complex64 input gives complex64 output.
     """
-    arr = a if isinstance(a, DeviceArray) else v.as_array(a, "fft")
-    ax = v.axis(axis, arr.ndim)
-    return _c2c_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, False, out, backend, "fft")
+    return _call("fft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def ifft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the one-dimensional inverse discrete Fourier transform, as numpy.fft.ifft."""
-    arr = a if isinstance(a, DeviceArray) else v.as_array(a, "ifft")
-    ax = v.axis(axis, arr.ndim)
-    return _c2c_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, True, out, backend, "ifft")
+    return _call("ifft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def fftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
     """Compute the N-dimensional discrete Fourier transform, as numpy.fft.fftn."""
-    return _c2c_nd(a, s, axes, norm, False, out, backend, "fftn")
+    return _call("fftn", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def ifftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
     """Compute the N-dimensional inverse discrete Fourier transform, as numpy.fft.ifftn."""
-    return _c2c_nd(a, s, axes, norm, True, out, backend, "ifftn")
+    return _call("ifftn", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
     """Compute the 2-dimensional discrete Fourier transform, as numpy.fft.fft2."""
-    return _c2c_nd(a, s, axes, norm, False, out, backend, "fft2")
+    return _call("fft2", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
     """Compute the 2-dimensional inverse discrete Fourier transform, as numpy.fft.ifft2."""
-    return _c2c_nd(a, s, axes, norm, True, out, backend, "ifft2")
-
-
-def _rfft_nd(a, s, axes, norm, out, backend, name):
-    if isinstance(a, DeviceArray):
-        return _device_nd(name, a, s, axes, norm, out)
-    arr = v.as_array(a, name)
-    v.real_dtype(arr.dtype, name)
-    s, axes = v.shape_and_axes(arr, s, axes)
-    norm = v.norm(norm)
-    last, n_last = axes[-1], s[-1]
-    rest = list(zip(axes[:-1], s[:-1]))[::-1]
-    runs = v.distinct_runs([(last, n_last)] + rest)
-    first = runs[0]
-    x = v.fit(arr, [ax for ax, _ in first], [n for _, n in first]).astype(np.float32)
-    if n_last % 2 == 0 and last == arr.ndim - 1:
-        # n reals viewed as n/2 complex: the packing trick of realfft.comp
-        x = np.ascontiguousarray(x).view(np.complex64)
-    else:
-        x = np.ascontiguousarray(x, dtype=np.complex64)
-    steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax, _ in first[1:]]
-    result = _run(x, steps, backend)
-    for group in runs[1:]:  # only for repeated axes
-        x = np.ascontiguousarray(v.fit(result, [ax for ax, _ in group], [n for _, n in group]))
-        result = _run(x, [("c2c", ax, False, norm) for ax, _ in group], backend)
-    return _finish(result, out)
-
-
-def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
-    if isinstance(a, DeviceArray):
-        return _device_nd(name, a, s, axes, norm, out)
-    arr, _ = _complex_input(a, name)
-    s, axes = v.shape_and_axes(arr, s, axes, invreal=True)
-    norm = v.norm(norm)
-    last, n_last = axes[-1], s[-1]
-    if n_last < 1:
-        raise ValueError(f"Invalid number of FFT data points ({n_last}) specified.")
-    result = np.asarray(arr, np.complex64)
-    if conj:
-        result = np.conj(result)
-    runs = v.distinct_runs(list(zip(axes[:-1], s[:-1])) + [(last, n_last)])
-    for i, group in enumerate(runs):
-        final = i == len(runs) - 1
-        sizes = [n // 2 + 1 if final and k == len(group) - 1 else n
-                 for k, (_, n) in enumerate(group)]
-        x = np.ascontiguousarray(v.fit(result, [ax for ax, _ in group], sizes), np.complex64)
-        steps = [("c2c", ax, True, norm) for ax, _ in (group[:-1] if final else group)]
-        if final:
-            steps.append(("c2r", last, n_last, norm))
-        result = _run(x, steps, backend)
-    if n_last % 2 == 0 and last == arr.ndim - 1:
-        result = result.view(np.float32)  # n/2 complex values are the n reals
-    else:
-        result = np.ascontiguousarray(result.real)
-    if arr.dtype == np.float16 and len(axes) == 1:
-        # numpy's irfft of float16 returns result_type(float16, 1.0); with more axes its ifft
-        # steps have made the data complex64 first, and the result is float32
-        result = result.astype(np.float16)
-    return _finish(result, out)
+    return _call("ifft2", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def rfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the one-dimensional discrete Fourier transform for real input, as numpy.fft.rfft."""
-    arr = a if isinstance(a, DeviceArray) else v.as_array(a, "rfft")
-    ax = v.axis(axis, arr.ndim)
-    return _rfft_nd(arr, [v.length(n, arr.shape[ax])], [ax], norm, out, backend, "rfft")
+    return _call("rfft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def irfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the inverse of rfft, as numpy.fft.irfft (n defaults to 2 * (m - 1))."""
-    arr = a if isinstance(a, DeviceArray) else v.as_array(a, "irfft")
-    ax = v.axis(axis, arr.ndim)
-    n = v.length(n, 2 * (arr.shape[ax] - 1))
-    return _irfft_nd(arr, [n], [ax], norm, out, backend, "irfft")
+    return _call("irfft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def rfftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
     """Compute the N-dimensional discrete Fourier transform for real input, as numpy.fft.rfftn."""
-    return _rfft_nd(a, s, axes, norm, out, backend, "rfftn")
+    return _call("rfftn", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def irfftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
     """Compute the inverse of rfftn, as numpy.fft.irfftn."""
-    return _irfft_nd(a, s, axes, norm, out, backend, "irfftn")
+    return _call("irfftn", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
     """Compute the 2-dimensional FFT of a real array, as numpy.fft.rfft2."""
-    return _rfft_nd(a, s, axes, norm, out, backend, "rfft2")
+    return _call("rfft2", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
     """Compute the inverse of rfft2, as numpy.fft.irfft2."""
-    return _irfft_nd(a, s, axes, norm, out, backend, "irfft2")
+    return _call("irfft2", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the FFT of a signal with Hermitian symmetry (real spectrum), as numpy.fft.hfft."""
-    if isinstance(a, DeviceArray):  # conjugation and a real result: through the host
-        return _via_host("hfft", a, out, n=n, axis=axis, norm=norm)
-    arr = v.as_array(a, "hfft")
-    ax = v.axis(axis, arr.ndim)
-    n = v.length(n, 2 * (arr.shape[ax] - 1))
-    return _irfft_nd(arr, [n], [ax], _SWAP[v.norm(norm)], out, backend, "hfft", conj=True)
+    return _call("hfft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the inverse FFT of a signal with Hermitian symmetry, as numpy.fft.ihfft."""
-    if isinstance(a, DeviceArray):
-        return _via_host("ihfft", a, out, n=n, axis=axis, norm=norm)
-    arr = v.as_array(a, "ihfft")
-    ax = v.axis(axis, arr.ndim)
-    n = v.length(n, arr.shape[ax])
-    result = _rfft_nd(arr, [n], [ax], _SWAP[v.norm(norm)], None, backend, "ihfft")
-    return _finish(np.conj(result, out=result), out)
+    return _call("ihfft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 _KINDS = {"fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "hfft": hfft, "ihfft": ihfft,
@@ -311,14 +383,12 @@ class Plan:
                 axes = axes[0]
             self._kwargs = dict(n=n, axis=-1 if axes is None else axes, norm=self.norm)
         self._func = _KINDS[kind]
-        _plans._in_use.plans = []
-        try:  # validates like the function would, and builds every device plan it needs
-            probe = self._func(np.zeros(self.shape, self.dtype), backend=backend, **self._kwargs)
-        finally:
-            self.device_plans = tuple(_plans._in_use.plans)
-            del _plans._in_use.plans
+        # validated as the function validates; the device plans of the jobs it runs
+        call = _jobs(kind, self.shape, self.dtype, **self._kwargs)
+        self.device_plans = tuple(cached_steps_plan(job.shape, job.steps, backend)
+                                  for job in call.jobs if math.prod(job.shape))
         self._pinned = {p.cache_key: p for p in self.device_plans}
-        self.out_shape, self.out_dtype = probe.shape, probe.dtype
+        self.out_shape, self.out_dtype = call.out_shape, call.out_dtype
         self._replay = None  # (src, out, their buffers, submission) of the last device call
 
     @property

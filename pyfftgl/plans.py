@@ -42,28 +42,27 @@ def bluestein_kernel(n: int, m: int, inverse: bool) -> np.ndarray:
     return np.fft.fft(c).astype(np.complex64)
 
 
-def build_table(key: tuple) -> np.ndarray:
-    """The complex64 contents of a table named by the planner (StockhamPass.tables())."""
-    kind = key[0]
-    if kind == "twiddle":
-        return twiddle_table(key[1])
-    if kind == "stage":  # W_{r ns}^(r k) at (r - 1) ns + k, r = 1..radix-1, k < ns
-        radix, ns = key[1], key[2]
-        rk = np.arange(1, radix, dtype=np.int64)[:, None] * np.arange(ns, dtype=np.int64)
-        return np.exp(-2j * np.pi * rk.ravel().astype(np.float64) / (radix * ns)).astype(np.complex64)
-    if kind in ("fourstep_lo", "fourstep_hi"):
+def build_table(key) -> np.ndarray:
+    """The complex64 contents of a table named by the planner (a key of planner.records)."""
+    if isinstance(key, planner.TwiddleKey):
+        return twiddle_table(key.n)
+    if isinstance(key, planner.StageKey):  # W_{r ns}^(r k) at (r - 1) ns + k, r < radix, k < ns
+        rk = np.arange(1, key.radix, dtype=np.int64)[:, None] * np.arange(key.ns, dtype=np.int64)
+        return np.exp(-2j * np.pi * rk.ravel().astype(np.float64)
+                      / (key.radix * key.ns)).astype(np.complex64)
+    if isinstance(key, (planner.FourstepLoKey, planner.FourstepHiKey)):
         # W_n^(d k) = hi[d, k // L] * lo[d, k % L] for line digits d < lines, k < length;
         # digit-fastest tables (StockhamPass.digit_fastest) are stored transposed, [k][d]
-        n, lines, digit_fastest, ln = key[1], key[2], key[3], planner.FOURSTEP_LO_LEN
-        k = (np.arange(ln, dtype=np.int64) if kind == "fourstep_lo"
-             else ln * np.arange(-(-key[4] // ln), dtype=np.int64))
-        m = (np.arange(lines, dtype=np.int64)[:, None] * k) % n  # exact, then one rounding
-        m = m.T if digit_fastest else m
-        return np.exp(-2j * np.pi * m.ravel().astype(np.float64) / n).astype(np.complex64)
-    if kind == "chirp":
-        return bluestein_chirp(key[1], key[2])
-    if kind == "bluestein_kernel":
-        return bluestein_kernel(key[1], key[2], key[3])
+        ln = planner.FOURSTEP_LO_LEN
+        k = (np.arange(ln, dtype=np.int64) if isinstance(key, planner.FourstepLoKey)
+             else ln * np.arange(-(-key.length // ln), dtype=np.int64))
+        m = (np.arange(key.lines, dtype=np.int64)[:, None] * k) % key.n  # exact, then one rounding
+        m = m.T if key.digit_fastest else m
+        return np.exp(-2j * np.pi * m.ravel().astype(np.float64) / key.n).astype(np.complex64)
+    if isinstance(key, planner.ChirpKey):
+        return bluestein_chirp(key.n, key.inverse)
+    if isinstance(key, planner.BluesteinKernelKey):
+        return bluestein_kernel(key.n, key.m, key.inverse)
     raise KeyError(key)
 
 
@@ -343,13 +342,12 @@ class PlanCache:
 
 
 plan_cache = PlanCache()
-# Per thread: `plans`, the device plans a pyfftgl.plan() warm-up touched; `pinned`, the device
-# plans of the Plan executing now by cache key, used before the cache (which may have dropped them);
-# `runs`, the device submissions a Plan's call made.
+# Per thread: `pinned`, the device plans of the Plan executing now by cache key, used before the
+# cache (which may have dropped them); `runs`, the device submissions a Plan's call made.
 _in_use = threading.local()
 
 
-def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=None
+def cached_steps_plan(shape: tuple[int, ...], steps: tuple[planner.Step, ...], backend=None
                       ) -> TransformPlan:
     """The plan running `steps` (planner.plan_steps) on a C-contiguous `shape`, from the cache."""
     device = get_device(backend)
@@ -361,9 +359,7 @@ def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=
     def build():
         limits = device.info.limits
         spec = planner.plan_steps(tuple(shape), list(steps), limits)
-        plan = TransformPlan(spec, device, limits, steps[0][-1])
+        plan = TransformPlan(spec, device, limits, steps[0].norm)
         plan.cache_key = key
         return plan
-    plan = plan_cache.get(key, build)
-    getattr(_in_use, "plans", []).append(plan)
-    return plan
+    return plan_cache.get(key, build)

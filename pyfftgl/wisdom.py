@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from .planner import key_length, tiled_key
+from .planner import TunedShape, key_length, tiled_key
 from .shaders import cache_dir
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
@@ -53,33 +53,33 @@ TILED = "tiled:"
 
 
 def parse_key(key: str):
-    """A wisdom key as Limits.tuned names it: n, or planner.tiled_key(n) for "tiled:n"."""
+    """A wisdom key as TunedShape.key names it: n, or planner.tiled_key(n) for "tiled:n"."""
     if key.startswith(TILED):
         return tiled_key(int(key[len(TILED):]))
     return int(key)
 
 
 def file_key(key) -> str:
-    """The wisdom file's key for a Limits.tuned key (the inverse of parse_key)."""
+    """The wisdom file's key for a TunedShape.key (the inverse of parse_key)."""
     n, tiled = key_length(key)
     return f"{TILED}{n}" if tiled else str(n)
 
 
-def load(device_name: str, api: str) -> tuple:
-    """Limits.tuned for this device and API: (key, radices, threads, lines, pad) tuples, the key
-    n or ("tiled", n)."""
+def load(device_name: str, api: str) -> tuple[TunedShape, ...]:
+    """Limits.tuned for this device and API, ordered by length (contiguous before tiled)."""
     out = []
     for key, e in entries(device_name, api).items():
         try:
-            out.append((parse_key(key), tuple(int(r) for r in e["radices"]), int(e["threads"]),
-                        int(e.get("lines", 0)), bool(e.get("pad", False))))
+            n, tiled = key_length(parse_key(key))
+            out.append(TunedShape(n, tuple(int(r) for r in e["radices"]), int(e["threads"]),
+                                  int(e.get("lines", 0)), bool(e.get("pad", False)), tiled))
         except (KeyError, TypeError, ValueError):
             continue  # a malformed entry is ignored, never fatal
-    return tuple(sorted(out, key=lambda t: key_length(t[0])))
+    return tuple(sorted(out, key=lambda t: (t.n, t.tiled)))
 
 
 def save(device_name: str, api: str, found: dict, path: Path | None = None) -> Path:
-    """Merge {key: entry} (keys as Limits.tuned names them) into the wisdom file at `path`
+    """Merge {key: entry} (keys as TunedShape.key names them) into the wisdom file at `path`
     (default: the user's) and return it."""
     path = path or user_path(device_name)
     data = _read(path)

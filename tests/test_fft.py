@@ -191,13 +191,14 @@ def test_contiguous_line_in_halves_in_one_pass(backend):
     # n reals go in (and come out of) the GPU as n/2 complex values
     r = np.random.default_rng(7).standard_normal((3, 4096)).astype(np.float32)
     spectrum = np.fft.rfft(r.astype(np.float64))
-    for steps, data, ref in (([("r2c", 1, 4096, "backward")], r.view(np.complex64), spectrum),
-                             ([("c2r", 1, 4096, "forward")], spectrum.astype(np.complex64),
+    for steps, data, ref in (([planner.Step("r2c", 1, n=4096)], r.view(np.complex64), spectrum),
+                             ([planner.Step("c2r", 1, n=4096, norm="forward")],
+                              spectrum.astype(np.complex64),
                               np.fft.irfft(spectrum, norm="forward"))):
         spec = planner.plan_steps(data.shape, steps, lim)
         (p,) = spec.passes
         assert p.n == 2048 and p.sh_halves and (p.real_unpack or p.real_pack) == 4096
-        out = TransformPlan(spec, dev, lim, steps[0][3]).execute(data)
+        out = TransformPlan(spec, dev, lim, steps[0].norm).execute(data)
         assert_accurate(out if out.shape == ref.shape else out.view(np.float32), ref, 4096)
 
 

@@ -1,14 +1,15 @@
-"""The planner alone: pure Python, no GPU."""
+"""The planner alone: pure Python, no GPU. Invariants every plan keeps over a sweep of
+transforms and devices, the rules as relations, and one snapshot of the chosen plans
+(tests/regen_snapshot.py) instead of exact heuristic outputs."""
+import json
 import math
+import re
 
 import pytest
 
-from pyfftgl import planner
+from pyfftgl import planner, shaders
 from pyfftgl.backends.base import Limits
-
-# A typical GPU and the software drivers' limits.
-GPU = Limits(49152, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32 - 1)
-SOFT = Limits(32768, 1024, (1024, 1024, 1024), (65535, 65535, 65535), 2**27)
+from regen_snapshot import C2C, C2R, GPU, R2C, SNAPSHOT, SOFT, limits_sets, snapshot, sweep
 
 
 def product(xs):
@@ -23,14 +24,27 @@ def test_power_of_two_radices_are_fours_with_one_eight_or_two(n):
     assert r.count(8) + r.count(2) <= 1
 
 
-@pytest.mark.parametrize("n, radices", [
-    (1536, (3, 8, 8, 8)), (2048, (4, 8, 8, 8)), (2187, (3, 9, 9, 9)), (3072, (3, 4, 4, 8, 8)),
-    (3600, (9, 5, 5, 4, 4)), (4096, (16, 16, 16)), (6000, (3, 5, 5, 5, 16)),
-    (8192, (8, 8, 8, 16)), (16384, (8, 8, 16, 16)), (3**9, (3, 9, 9, 9, 9))])
-def test_long_lines_take_larger_radices(n, radices):
-    # From 6 values per invocation (of TARGET_INVOCATIONS) radix-8 stages, from 16 radix 16,
-    # the fewest stages with the smaller first; pairs of 3 as 9; 5 and 7 stay prime
-    assert planner.radices_for(n) == radices
+def test_radices_follow_their_rule():
+    # Odd radices first; the power of two in the fewest stages of at most 2^b values, the smaller
+    # first, with b = 3 from 6 values per invocation (of TARGET_INVOCATIONS) and 4 from 16; pairs
+    # of 3 as 9 from b = 3; 5, 7, 11, 13 stay prime.
+    for n in range(1, 20000):
+        r = planner.radices_for(n)
+        if r is None:
+            assert not set(planner.prime_factors(n)) <= {2, 3, 5, 7, 11, 13}, n
+            continue
+        assert product(r) == n and all(x in planner.RADICES for x in r), n
+        odd, two = [x for x in r if x % 2], [x for x in r if x % 2 == 0]
+        assert r == tuple(odd + two), n
+        v = n / planner.TARGET_INVOCATIONS
+        b = 4 if v >= 16 else 3 if v >= 6 else 2
+        if b > 2:
+            assert two == sorted(two) and max(two, default=1) <= 1 << b, n
+            k = planner.prime_factors(n).get(2, 0)
+            assert len(two) == -(-k // b), n  # the fewest stages
+            assert odd.count(3) <= 1 and not {25, 49} & set(odd), n
+        else:
+            assert 9 not in odd and max(two, default=1) <= 8, n
 
 
 def test_mixed_and_unsupported_lengths():
@@ -55,12 +69,9 @@ def test_one_dispatch_up_to_4096(limits, n, inverse):
 
 
 def test_stockham_strides():
-    p = planner.stockham_pass(4096, False, 1.0, GPU)
-    assert p.radices == (16, 16, 16)
-    assert p.strides == (1, 16, 256)
-    p = planner.stockham_pass(1024, False, 1.0, GPU)
-    assert p.radices == (4,) * 5
-    assert p.strides == (1, 4, 16, 64, 256)
+    for n in (1024, 4096, 3600):
+        p = planner.stockham_pass(n, False, 1.0, GPU)
+        assert p.strides == tuple(product(p.radices[:i]) for i in range(len(p.radices)))
 
 
 def test_norm_scale():
@@ -143,8 +154,8 @@ def test_bluestein_convolution_length(n):
     assert set(planner.prime_factors(m)) <= {2, 3, 5, 7}
     assert m < 2 * (2 * n - 1)  # never worse than the next power of two
     assert len(spec.passes) <= 6  # a forward and an inverse transform of <= 3 passes each
-    assert spec.passes[0].pre_mul == ("chirp", n, False)
-    assert spec.passes[-1].post_mul == ("chirp", n, False)
+    assert spec.passes[0].pre_mul == planner.ChirpKey(n, False)
+    assert spec.passes[-1].post_mul == planner.ChirpKey(n, False)
 
 
 def test_line_too_long_for_any_buffer_names_the_limit():
@@ -153,17 +164,17 @@ def test_line_too_long_for_any_buffer_names_the_limit():
 
 
 def test_real_transforms_fuse_the_pack_into_the_half_length_pass():
-    fwd = planner.plan_steps((8, 1024), [("r2c", 1, 1024, "backward")], SOFT)
+    fwd = planner.plan_steps((8, 1024), [R2C(1, 1024)], SOFT)
     assert len(fwd.passes) == 1 and fwd.passes[0].real_unpack == 1024 and fwd.passes[0].n == 512
     assert fwd.out_shape == (8, 513)
-    inv = planner.plan_steps((8, 513), [("c2r", 1, 1024, "backward")], SOFT)
+    inv = planner.plan_steps((8, 513), [C2R(1, 1024)], SOFT)
     assert len(inv.passes) == 1 and inv.passes[0].real_pack == 1024 and inv.out_shape == (8, 512)
     # rfft2 of 1024^2: the fused row pass, then one column pass, nothing else
-    two = planner.plan_steps((1024, 512), [("r2c", 1, 1024, "backward"),
-                                           ("c2c", 0, False, "backward")], SOFT)
+    two = planner.plan_steps((1024, 512), [R2C(1, 1024),
+                                           C2C(0)], SOFT)
     assert len(two.passes) == 2 and two.out_shape == (1024, 513)
     # too long to fuse: a separate unpack pass after the multi-pass half-length transform
-    big = planner.plan_steps((2, 20000), [("r2c", 1, 20000, "backward")], SOFT)
+    big = planner.plan_steps((2, 20000), [R2C(1, 20000)], SOFT)
     assert isinstance(big.passes[-1], planner.RealPass)
 
 
@@ -186,33 +197,23 @@ def test_line_fastest_where_both_ends_are_strided():
             d = p.defines({t: 0 for t in p.tables()})
             assert (d["LINE_FASTEST"], d["LOAD_TILED"], d["STORE_TILED"]) == (1, 0, 0)
     # a 1D four-step: neighbouring lines differ in the four-step digit. Line-fastest, with the
-    # twiddle tables stored digit-fastest, where a workgroup holds 8 lines or more: power-of-two
-    # passes strided at both ends take 8 where they fit (2^16), short lines have many anyway
-    # (Bluestein 12289's 224); 1024 (2^21's first pass) takes 8 where its exchanges in halves fit
-    # 48 KB; 2048 (2^22's first pass) fits only 4 that way, untiled; 384 (65537) keeps tiles of
-    # 5 lines.
-    def shapes(n):
-        spec = planner.plan_fft(n, 4, False, "backward", GPU)
-        return [(p.n, p.lines, p.line_fastest, p.digit_fastest) for p in spec.passes]
-    assert shapes(2**16) == [(256, 8, True, True), (256, 4, False, False)]
-    assert shapes(2**22) == [(2048, 4, True, True), (2048, 4, False, False)]
-    assert shapes(12289)[0] == (224, 9, True, True)
-    assert shapes(2**21) == [(1024, 8, True, True), (2048, 4, False, False)]
-    assert shapes(65537)[0] == (384, 5, False, False)
+    # twiddle tables stored digit-fastest, only with 8 lines or more per workgroup or untiled
+    # (the snapshot holds which passes those are).
+    for n in (2**16, 2**21, 2**22, 12289, 65537):
+        for p in planner.plan_fft(n, 4, False, "backward", GPU).passes:
+            if p.load_tiled and p.store_tiled and p.fourstep_n and p.line_dims[0] < p.lines:
+                assert p.line_fastest == (p.untiled or p.lines >= planner.FOURSTEP_TILE_LINES)
+                assert p.digit_fastest == p.line_fastest
     first = planner.plan_fft(2**16, 4, False, "backward", GPU).passes[0]
     d = first.defines({t: 0 for t in first.tables()})
     assert d["LOAD_TILED"] == 0 and d["LINE_FASTEST"] == 1 and d["FOURSTEP_DIGITS"] == "256u"
-    assert [t[3] for t in first.fourstep_tables()] == [True, True]
-    # a power of two splits in two factors that take 8 lines where it can (2^18: 512 x 512 fits
-    # 48 KB), else as before (2^22: 2048 x 2048, not three passes)
-    assert planner._fast_factors(2**18, GPU) == [512, 512]
-    assert planner._fast_factors(2**22, GPU) == [2048, 2048]
+    assert [t.digit_fastest for t in first.fourstep_tables()] == [True, True]
     spec = planner.plan_c2c((8192, 64), (0, 1), False, "backward", GPU)
     assert spec.passes[0].fourstep_n and not spec.passes[0].digit_fastest
     assert "FOURSTEP_DIGITS" not in spec.passes[0].defines({t: 0 for t in spec.passes[0].tables()})
     # contiguous rows and the fused real passes never
-    spec = planner.plan_steps((1024, 512), [("r2c", 1, 1024, "backward"),
-                                            ("c2c", 0, False, "backward")], GPU)
+    spec = planner.plan_steps((1024, 512), [R2C(1, 1024),
+                                            C2C(0)], GPU)
     assert [p.line_fastest for p in spec.passes] == [False, True]
 
 
@@ -221,10 +222,9 @@ def test_last_pass_of_a_four_step_stores_line_fastest():
     # line-fastest and stores from registers (STORE_LINE_FASTEST): no tile through shared
     # memory, so it exchanges in halves. Only with several stages (the others read contiguous
     # lines in line order) and never with a fused real pass.
-    for n, lengths in ((2**16, [256, 256]), (2**22, [2048, 2048]), (16384, [128, 128]),
-                       (65537, [384] * 4)):
+    for n in (2**16, 2**22, 16384, 65537):
         spec = planner.plan_fft(n, 4, False, "backward", GPU)
-        assert [p.n for p in spec.passes] == lengths
+        assert len(spec.passes) > 1
         for p in spec.passes:
             slf = p.store_tiled and not p.load_tiled
             assert p.store_line_fastest == slf, (n, p.n)
@@ -252,7 +252,7 @@ def test_exchanges_in_halves_where_shared_memory_holds_only_them():
     assert [p.sh_halves for p in spec.passes] == [True, True]
     spec = planner.plan_fft(65537, 4, False, "backward", GPU)  # tiles of 5 lines through shared
     assert spec.passes[0].tiles_in_shared and not spec.passes[0].sh_halves
-    spec = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU)  # fused unpack
+    spec = planner.plan_steps((64, 512), [R2C(1, 1024)], GPU)  # fused unpack
     assert spec.passes[0].real_unpack and not spec.passes[0].sh_halves
     assert planner.plan_fft(64, 4, False, "backward", GPU).passes[0].sh_halves
     # one stage: no exchange at all
@@ -264,12 +264,12 @@ def test_fused_real_unpack_counts_and_fits_its_shared_memory():
     # shared memory for the unpack: shared_bytes says so, and the fused pass fits.
     for lim in (GPU, SOFT):
         for n in (4, 16, 32, 64, 1024, 8192):
-            spec = planner.plan_steps((64, n), [("r2c", 1, n, "backward")], lim)
+            spec = planner.plan_steps((64, n), [R2C(1, n)], lim)
             for p in spec.passes:
                 if getattr(p, "real_unpack", 0):
                     assert p.uses_shared and 0 < p.shared_bytes <= lim.max_shared_bytes
                     assert p.shared_bytes == p.lines * p.sh_line * (4 if p.sh_halves else 8)
-    one = planner.plan_steps((64, 16), [("r2c", 1, 16, "backward")], SOFT).passes[0]
+    one = planner.plan_steps((64, 16), [R2C(1, 16)], SOFT).passes[0]
     assert one.real_unpack == 16 and len(one.radices) == 1 and one.shared_bytes == one.lines * 8 * 8
 
 
@@ -279,15 +279,15 @@ def test_fused_real_unpack_takes_twice_the_invocations_from_64():
     # half the lines; lines with fewer than 64 invocations and the pack (irfft) keep their shape.
     for n in (64, 256, 1024, 1536):
         alone = planner.plan_fft(n // 2, 64, False, "backward", GPU).passes[0]
-        fused = planner.plan_steps((64, n // 2), [("r2c", 1, n, "backward")], GPU).passes[0]
-        pack = planner.plan_steps((64, n // 2 + 1), [("c2r", 1, n, "backward")], GPU).passes[0]
+        fused = planner.plan_steps((64, n // 2), [R2C(1, n)], GPU).passes[0]
+        pack = planner.plan_steps((64, n // 2 + 1), [C2R(1, n)], GPU).passes[0]
         assert fused.real_unpack == n and fused.radices == alone.radices
         assert (pack.threads, pack.lines) == (alone.threads, alone.lines)
         want = alone.threads if alone.threads < 64 else min(2 * alone.threads,
                                                             alone.n // min(alone.radices), 1024)
         assert fused.threads == want
         assert fused.lines == max(1, alone.lines * alone.threads // want)
-    assert planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU).passes[0].threads == 128
+    assert planner.plan_steps((64, 512), [R2C(1, 1024)], GPU).passes[0].threads == 128
 
 
 def test_fused_real_unpack_from_registers_on_long_lines():
@@ -296,7 +296,7 @@ def test_fused_real_unpack_from_registers_on_long_lines():
     # exchanges in halves, and registers for a pair of last-stage butterflies per invocation.
     for n in (2000, 2048, 4096, 8192, 12000):
         alone = planner.plan_fft(n // 2, 64, False, "backward", GPU).passes[0]
-        fused = planner.plan_steps((64, n // 2), [("r2c", 1, n, "backward")], GPU).passes[0]
+        fused = planner.plan_steps((64, n // 2), [R2C(1, n)], GPU).passes[0]
         assert fused.real_unpack == n and fused.unpack_in_registers and fused.sh_halves
         assert fused.defines()["UNPACK_REGS"] == 1
         assert (fused.threads, fused.lines) == (alone.threads, alone.lines)
@@ -304,7 +304,7 @@ def test_fused_real_unpack_from_registers_on_long_lines():
         assert fused.radices[-1] == min(alone.radices)
         r = fused.radices[-1]
         assert fused.registers >= 2 * r * -(-((n // 2 // r + 1) // 2) // fused.threads)
-    short = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU).passes[0]
+    short = planner.plan_steps((64, 512), [R2C(1, 1024)], GPU).passes[0]
     assert not short.unpack_in_registers and short.defines()["UNPACK_REGS"] == 0
 
 
@@ -364,7 +364,7 @@ def test_swizzle_blocks_of_a_float_row_in_line_order():
     first, last = planner.plan_fft(2**20, 4, False, "backward", GPU).passes
     assert (first.line_fastest, first.swizzle_bits) == (True, 4)
     assert (last.store_line_fastest, last.swizzle_bits) == (True, 5)
-    packed = planner.plan_steps((64, 512), [("r2c", 1, 1024, "backward")], GPU).passes[0]
+    packed = planner.plan_steps((64, 512), [R2C(1, 1024)], GPU).passes[0]
     assert not packed.sh_halves and packed.swizzle_bits == 4  # vec2 exchanges
 
 
@@ -417,10 +417,10 @@ def test_strided_2048_axis_in_one_line_fastest_pass():
     assert len(planner.plan_c2c((1009, 1025), (0,), False, "backward", GPU).passes) == 4
     # inner extents not a multiple of 4 (rfft2 2048^2's 1025 columns) and lengths whose 4 lines
     # do not fit even in halves (4096) keep the four-step
-    for shape, steps in (((2048, 6), [("c2c", 0, False, "backward")]),
-                         ((2048, 1024), [("r2c", 1, 2048, "backward"),
-                                         ("c2c", 0, False, "backward")]),
-                         ((4096, 4096), [("c2c", 0, False, "backward")])):
+    for shape, steps in (((2048, 6), [C2C(0)]),
+                         ((2048, 1024), [R2C(1, 2048),
+                                         C2C(0)]),
+                         ((4096, 4096), [C2C(0)])):
         spec = planner.plan_steps(shape, steps, GPU)
         assert [p.fourstep_n for p in spec.passes if p.line_dims[0] > 1][0] == shape[0]
 
@@ -430,9 +430,13 @@ def test_four_step_strided_factor_at_most_512_where_the_contiguous_pass_fits():
     # above FOURSTEP_STRIDED_MAX and the contiguous pass still takes 4 lines in halves (48 KB:
     # up to 2048 points); at or below it, the balanced split stays.
     ff = planner._fast_factors
-    assert ff(2**16, GPU) == [256, 256] and ff(2**17, GPU) == [256, 512]
-    assert ff(2**19, GPU) == [1024, 512] and ff(2**20, GPU) == [2048, 512]
-    assert ff(2**21, GPU) == [2048, 1024] and ff(2**22, GPU) == [2048, 2048]
+    for k in range(14, 23):
+        c, s = ff(2**k, GPU)
+        assert c * s == 2**k
+        if s > planner.FOURSTEP_STRIDED_MAX:  # only where the contiguous pass cannot take more
+            assert not planner._wide_tiles(s // 2, GPU) or planner.stockham_pass(
+                2 * c, False, 1.0, GPU, tile_lines=planner.TILE_LINES, halves=True,
+                store_tiled=True) is None, k
     spec = planner.plan_fft(2**20, 4, False, "backward", GPU)
     assert [(p.n, p.lines, p.line_fastest, p.store_line_fastest) for p in spec.passes] == [
         (512, 8, True, False), (2048, 4, False, True)]
@@ -444,7 +448,7 @@ def test_fused_real_pack_exchanges_vec2_where_it_fits():
     # irfft's pack rides on the half-length inverse FFT; its exchanges go as vec2 (SH_HALVES 0)
     # where the vec2 lines fit, else in halves (16384 reals: one line of 8192 points)
     def pack_pass(n):
-        spec = planner.plan_steps((8, n // 2 + 1), [("c2r", 1, n, "backward")], GPU)
+        spec = planner.plan_steps((8, n // 2 + 1), [C2R(1, n)], GPU)
         assert len(spec.passes) == 1 and spec.passes[0].real_pack == n
         return spec.passes[0]
     for n in (1024, 4096):
@@ -456,7 +460,7 @@ def test_fused_real_pack_exchanges_vec2_where_it_fits():
     p = pack_pass(16384)
     assert not p.vec2_exchange and p.sh_halves
     # rfft's unpack keeps its halves
-    spec = planner.plan_steps((8, 2048), [("r2c", 1, 4096, "backward")], GPU)
+    spec = planner.plan_steps((8, 2048), [R2C(1, 4096)], GPU)
     assert spec.passes[0].real_unpack and spec.passes[0].sh_halves
 
 
@@ -480,9 +484,116 @@ def test_row_pass_hands_columns_over_in_blocks():
     # where a fused real unpack writes the rows, nor for one axis alone or the columns first.
     for shape, axes, steps in (((64, 1002), (1, 0), None), ((4096, 4096), (1, 0), None),
                                ((64, 64), (1,), None), ((64, 64), (0, 1), None),
-                               ((1024, 512), None, [("r2c", 1, 1024, "backward"),
-                                                    ("c2c", 0, False, "backward")])):
+                               ((1024, 512), None, [R2C(1, 1024),
+                                                    C2C(0)])):
         spec = (planner.plan_steps(shape, steps, GPU) if steps
                 else planner.plan_c2c(shape, axes, False, "backward", GPU))
         assert all(getattr(p.src, "blocked", None) is None and getattr(p.dst, "blocked", None)
                    is None for p in spec.passes), shape
+
+
+# --- invariants over the sweep, the snapshot, the tuned shapes, the kernels' constants ----------
+
+def axis_lengths(shape, steps, spec):
+    """The product of the lengths the passes must cover: per c2c axis its length (squared
+    Bluestein convolution length: a forward and an inverse FFT), per real step its complex FFT."""
+    cur, out, convs = list(shape), 1, iter(spec.conv_lengths)
+    for st in steps:
+        if st.kind == "c2c":
+            m = next(convs)
+            out *= m * m if m else cur[st.axis]
+            continue
+        half = st.n % 2 == 0 and st.axis == len(shape) - 1
+        m = next(convs)
+        out *= m * m if m else (st.n // 2 if half else st.n)
+        cur[st.axis] = st.n // 2 + 1 if st.kind == "r2c" else (st.n // 2 if half else st.n)
+    return out
+
+
+@pytest.mark.parametrize("lname", list(limits_sets()))
+def test_every_plan_covers_its_lengths_and_fits_the_device(lname):
+    limits = limits_sets()[lname]
+    for name, shape, steps in sweep():
+        spec = planner.plan_steps(shape, steps, limits)
+        stockham = [p for p in spec.passes if isinstance(p, planner.StockhamPass)]
+        assert math.prod(p.n for p in stockham) == axis_lengths(shape, steps, spec), name
+        bufs = dict(spec.buffers)
+        assert spec.passes[0].src_buf == "in" and spec.passes[-1].dst_buf == "out", name
+        for prev, p in zip(spec.passes, spec.passes[1:]):
+            assert p.src_buf == prev.dst_buf, name  # each pass reads what the one before wrote
+        for p in spec.passes:
+            assert p.src_buf != p.dst_buf and {p.src_buf, p.dst_buf} <= set(bufs), name
+            groups = planner.split_groups(p.groups(spec.units), limits.max_group_count)
+            assert sum(gx * gy for _, gx, gy in groups) >= p.groups(spec.units), name
+            assert all(gx <= limits.max_group_count[0] and gy <= limits.max_group_count[1]
+                       for _, gx, gy in groups), name
+        for p in stockham:
+            assert product(p.radices) == p.n, (name, p.n)
+            assert p.shared_bytes <= limits.max_shared_bytes, (name, p.n)
+            assert p.invocations == p.threads * p.lines <= limits.max_invocations, (name, p.n)
+            assert p.threads <= limits.max_group_size[0] and p.lines <= limits.max_group_size[1]
+            assert p.registers <= planner.MAX_REGISTERS, (name, p.n)
+            # what the kernel's #error guards and its shared-memory declaration require
+            slot = planner.FLOAT_BYTES if p.sh_halves else planner.COMPLEX64_BYTES
+            assert p.shared_bytes == (p.lines * p.sh_line * slot if p.uses_shared else 0)
+            assert p.sh_line >= (p.n + (p.n - 1) // 16 if p.sh_pad else p.n)
+            assert not (p.sh_halves and p.tiles_in_shared), (name, p.n)
+            if p.store_line_fastest:
+                assert len(p.radices) > 1 and not p.line_fastest and not p.load_tiled
+        assert all(spec.units * per * planner.COMPLEX64_BYTES <= limits.max_buffer_bytes
+                   for per in bufs.values()), name
+
+
+def test_chosen_plans_match_the_snapshot():
+    want = json.loads(SNAPSHOT.read_text())
+    got = snapshot()
+    changed = sorted(k for k in want.keys() | got.keys() if want.get(k) != got.get(k))
+    assert not changed, (f"{len(changed)} plans differ from {SNAPSHOT.name}, e.g. {changed[:5]}; "
+                         "if the change is meant, rewrite it: python -m tests.regen_snapshot")
+
+
+@pytest.mark.parametrize("lname", ["h100_vulkan", "h100_gl"])
+def test_plans_take_the_tuned_shapes_the_wisdom_names(lname):
+    # Every shipped entry is followed where its length is planned: contiguous entries by a
+    # batched 1D transform in one pass, tiled ones by the strided passes of the four-step of
+    # n * n where it splits so, else by a strided column of n.
+    limits = limits_sets()[lname]
+    assert limits.tuned
+    for e in limits.tuned:
+        if e.tiled:
+            spec = planner.plan_fft(e.n * e.n, 2, False, "backward", limits)
+            if [p.n for p in spec.passes] != [e.n, e.n]:
+                spec = planner.plan_c2c((e.n, 64), (0,), False, "backward", limits)
+            taken = [p for p in spec.passes if p.n == e.n]
+        else:
+            taken = planner.plan_fft(e.n, 64, False, "backward", limits).passes
+        assert taken and all(isinstance(p, planner.StockhamPass) for p in taken), e
+        for p in taken:
+            assert (p.n, p.radices, p.threads) == (e.n, e.radices, e.threads), (e, p.radices)
+            assert p.sh_pad == e.pad and (not e.lines or p.lines == e.lines), e
+
+
+def test_kernels_declare_the_constants_python_uses():
+    # abi.py is the Python side of what the kernels spell out in GLSL
+    for kernel in ("stockham.comp", "realfft.comp", "copy.comp"):
+        decl = re.search(r"^PUSH_CONSTANTS\((.*?)\)\n", shaders.kernel_text(kernel),
+                         re.M | re.S).group(1)
+        assert tuple(re.findall(r"uint (\w+);", decl)) == planner.PUSH_NAMES, kernel
+    real = shaders.kernel_text("realfft.comp")
+    assert f"local_size_x = {planner.RealPass.GROUP}," in real
+    assert f"* {planner.REALFFT_GROUP}u +" in real
+    stockham = shaders.kernel_text("stockham.comp")
+    assert f"#if THREADS * LINES > {planner.MAX_WORKGROUP_INVOCATIONS}" in stockham
+    assert "FOURSTEP_LO_LEN" in stockham
+
+
+def test_steps_are_checked():
+    with pytest.raises(ValueError, match="unknown step"):
+        planner.Step("dct", 0)
+    with pytest.raises(ValueError, match="real length"):
+        planner.Step("r2c", 0)
+    with pytest.raises(ValueError, match="first step"):
+        planner.plan_steps((4, 8), [C2C(0), R2C(1, 16)], GPU)
+    with pytest.raises(ValueError, match="last step"):
+        planner.plan_steps((4, 9), [C2R(1, 16), C2C(0)], GPU)
+    assert C2R(0, 8).is_inverse and C2C(0, True).is_inverse and not R2C(0, 8).is_inverse

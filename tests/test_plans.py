@@ -62,3 +62,33 @@ def test_cache_hits_misses_bounds_and_resize(backend):
         assert "PlanCache" in repr(cache)
     finally:
         cache.resize(*old)
+
+
+@pytest.mark.parametrize("kind, shape, dtype, kwargs", [
+    ("fft", (4, 30), np.complex64, dict(n=None, axis=-1)), ("ifft", (5, 16), np.float32, dict(n=7, axis=0)),
+    ("fftn", (3, 4, 5), np.complex64, dict(s=(6, 2), axes=(2, 0))),
+    ("ifftn", (3, 4), np.complex64, dict(s=None, axes=(1, 1, 0))),
+    ("fft2", (2, 8, 8), np.float16, dict(s=None, axes=(-2, -1))), ("fftn", (4,), np.complex64, dict(s=None, axes=())),
+    ("rfft", (3, 64), np.float32, dict(n=100, axis=-1)), ("rfft", (9, 4), np.float32, dict(n=None, axis=0)),
+    ("rfftn", (4, 6, 10), np.float32, dict(s=None, axes=(0, 2, 0))), ("rfft2", (8, 9), np.float16, dict(s=(9, 4), axes=(0, 1))),
+    ("irfft", (5, 9), np.complex64, dict(n=None, axis=-1)), ("irfft", (6, 9), np.float16, dict(n=7, axis=0)),
+    ("irfftn", (3, 5, 9), np.complex64, dict(s=(4, 16), axes=(0, 2))), ("irfft2", (8, 5), np.complex64, dict(s=None, axes=(0, 1))),
+    ("hfft", (4, 9), np.complex64, dict(n=None, axis=-1)), ("ihfft", (4, 15), np.float32, dict(n=None, axis=-1)),
+    ("fft", (0, 8), np.complex64, dict(n=None, axis=-1))])
+def test_plan_takes_the_jobs_the_function_runs(monkeypatch, kind, shape, dtype, kwargs):
+    # No GPU: the device work is recorded. What the function submits, in order, is what Plan
+    # builds its device plans for; the result's shape and dtype are what Plan says.
+    from pyfftgl import _api
+    ran = []
+
+    def run(x, steps, backend):
+        ran.append((x.shape, tuple(steps)))
+        return np.zeros(_api._steps_out_shape(x.shape, steps), np.complex64)
+    monkeypatch.setattr(_api, "_run", run)
+    got = getattr(pyfftgl, kind)(np.zeros(shape, dtype), norm="ortho", **kwargs)
+    call = _api._jobs(kind, shape, dtype, norm="ortho", **kwargs)
+    assert ran == [(job.shape, job.steps) for job in call.jobs]
+    ref = getattr(np.fft, kind)(np.zeros(shape, dtype), norm="ortho", **kwargs)
+    assert got.shape == ref.shape == call.out_shape
+    assert got.dtype == call.out_dtype == (np.float16 if ref.dtype == np.float16 else
+                                           np.float32 if ref.dtype.kind == "f" else np.complex64)

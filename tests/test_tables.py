@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pyfftgl import plans as plan
+from pyfftgl.planner import FourstepHiKey, FourstepLoKey, StageKey
 
 
 def exact_chirp(n, j, inverse=False):
@@ -47,20 +48,20 @@ def test_twiddle_and_fourstep_tables():
     m = np.arange(4096)
     assert np.max(np.abs(tw - np.exp(-2j * np.pi * m / 4096))) < 1e-7
     # a stage's table: W_{16 * 64}^(r k) at (r - 1) * 64 + k
-    st = plan.build_table(("stage", 16, 64)).reshape(15, 64)
+    st = plan.build_table(StageKey(16, 64)).reshape(15, 64)
     r, k = np.arange(1, 16)[:, None], np.arange(64)
     assert np.max(np.abs(st - np.exp(-2j * np.pi * r * k / 1024))) < 1e-7
     # the four-step twiddle W_n^(d k) of lines d < 1024 and outputs k < 1000, from two halves
     lines, length = 1024, 1000
-    lo = plan.build_table(("fourstep_lo", n, lines, False)).reshape(lines, 32)
-    hi = plan.build_table(("fourstep_hi", n, lines, False, length)).reshape(lines, -(-length // 32))
+    lo = plan.build_table(FourstepLoKey(n, lines, False)).reshape(lines, 32)
+    hi = plan.build_table(FourstepHiKey(n, lines, False, length)).reshape(lines, -(-length // 32))
     rng = np.random.default_rng(0)
     d, k = rng.integers(0, lines, 1000), rng.integers(0, length, 1000)
     approx = hi[d, k // 32].astype(np.complex128) * lo[d, k % 32]
     assert np.max(np.abs(approx - np.exp(-2j * np.pi * (d * k) / n))) < 2e-7
     # digit-fastest: the same values stored [k][d]
-    lo_t = plan.build_table(("fourstep_lo", n, lines, True)).reshape(32, lines)
-    hi_t = plan.build_table(("fourstep_hi", n, lines, True, length)).reshape(-1, lines)
+    lo_t = plan.build_table(FourstepLoKey(n, lines, True)).reshape(32, lines)
+    hi_t = plan.build_table(FourstepHiKey(n, lines, True, length)).reshape(-1, lines)
     assert np.array_equal(lo_t, lo.T) and np.array_equal(hi_t, hi.T)
 
 

@@ -18,7 +18,7 @@ TUNE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 1000, 1536, 2187, 2401, 3125)
 TUNE_TILED = tuple(planner.tiled_key(n) for n in (128, 256, 512, 1024, 2048))
 # A tiled entry is kept only if it beats the shape the planner took before by 5%: it also steers
 # the strided axes done in one pass (2D, 3D), whose wider tiles it was not timed on: a small
-# win on the four-step passes has made those slower (docs/performance-log-bench.md).
+# win on the four-step passes has made those slower (docs/performance-log.md, "Benchmark method").
 TILED_GAIN = 0.95
 
 
@@ -62,7 +62,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             ref = (np.fft.fft2 if square else np.fft.fft)(x.astype(np.complex128))
             runnable = []  # (candidate, its limits, spec, the passes timed)
             for cand in planner.shape_candidates(n, base):
-                lim = replace(base, tuned=((key,) + cand,))
+                lim = replace(base, tuned=(replace(cand, tiled=tiled),))
                 spec = plan_of(batch, lim)
                 timed = spec.passes[1:] if square else spec.passes
                 if (len(timed) != (2 if tiled else 1) or any(
@@ -79,7 +79,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             # Two rounds, the second in reverse order, each shape's best kept: a GPU back at
             # its idle clock runs the same work several times slower for a while, a stretch a
             # short warm-up and best_of's few repeats can fall into, and one slow timing must
-            # not cost the best shape its place (docs/performance-log-bench.md).
+            # not cost the best shape its place (docs/performance-log.md, "Benchmark method").
             best: dict = {}
             for order in (runnable, runnable[::-1]):
                 for cand, lim, spec, timed in order:
@@ -96,14 +96,16 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             # the shape the planner takes now, with the wisdom the device started with
             now = plan_of(batch, device.info.limits).passes[1 if square else 0]
             dt = next((r[0] for r in timings if _cand_shape(r[1]) == _shape(now)), None)
-            echo(f"{name:6s} {wisdom.file_key(key):>10s}: best {t:.4f} ms {list(cand[0])} threads "
-                 f"{cand[1]} lines {lines} pad {cand[3]}; now {dt if dt is None else round(dt, 4)}"
+            echo(f"{name:6s} {wisdom.file_key(key):>10s}: best {t:.4f} ms {list(cand.radices)} "
+                 f"threads {cand.threads} lines {lines} pad {cand.pad}; now "
+                 f"{dt if dt is None else round(dt, 4)}"
                  f" ms; {len(timings)} shapes; worst {timings[-1][0]:.4f} ms")
             if tiled and dt is not None and t > TILED_GAIN * dt:
                 continue  # see TILED_GAIN
-            found[key] = {"radices": list(cand[0]), "threads": cand[1], "lines": cand[2],
-                          "pad": cand[3], "gpu_ms": round(t, 5), "elements": batch * length,
-                          "ranking": [[round(r[0], 5), list(r[1][0]), r[1][1], r[1][3]]
+            found[key] = {"radices": list(cand.radices), "threads": cand.threads,
+                          "lines": cand.lines, "pad": cand.pad, "gpu_ms": round(t, 5),
+                          "elements": batch * length,
+                          "ranking": [[round(r[0], 5), list(r[1].radices), r[1].threads, r[1].pad]
                                       for r in timings[:5]]}
         if save and found:
             echo(f"wrote {wisdom.save(device.info.name, name, found)}")
@@ -117,5 +119,5 @@ def _shape(p) -> tuple:
 
 
 def _cand_shape(cand) -> tuple:
-    """The same of a shape_candidates() tuple (radices, threads, lines, pad)."""
-    return cand[0], cand[1], cand[3]
+    """The same of a shape_candidates() record (planner.TunedShape)."""
+    return cand.radices, cand.threads, cand.pad

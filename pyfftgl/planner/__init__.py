@@ -1,0 +1,29 @@
+"""Transform -> list of passes. Pure Python: no GPU, no backend imports beyond the Limits record.
+
+The planner decides the factorisation of a length into radices, their order, the workgroup shape,
+and how many lines a submission may hold. Its parts:
+  abi       what the kernels and Python share (push constants, sizes)
+  records   typed records crossing modules: Step, table keys, TunedShape
+  rules     radices, workgroup shapes, shared-memory sizing, each pass's decisions
+  passes    the pass records (StockhamPass, RealPass, Layout) and their preamble
+  factors   the one-dispatch pass for a length, and how longer axes split (four-step, Bluestein)
+  compose   steps -> the passes of a transform (plan_steps, plan_c2c, plan_fft)
+  tuner     the shapes `pyfftgl bench --tune` times
+Every name other modules use is importable from here.
+"""
+from .abi import (COMPLEX64_BYTES, FLOAT_BYTES, FOURSTEP_LO_LEN, MAX_WORKGROUP_INVOCATIONS,
+                  PUSH_NAMES, REALFFT_GROUP)
+from .compose import (AxisView, TransformSpec, _blocked_pair, _chain, _chunk_units, _fusable,
+                      _unpack_shape, _wider, assign_buffers, norm_scale, plan_c2c, plan_fft,
+                      plan_steps, split_groups, tighter)
+from .factors import (_axis_factors, _balanced, _fast_factors, _line_pass, _narrow_strided,
+                      _tiled_pass, _untiled_axis, _untiled_fits, _wide_tiles, smooth_length,
+                      stockham_pass)
+from .passes import Layout, RealPass, StockhamPass, float_literal, odd_radix_tables
+from .records import (BluesteinKernelKey, ChirpKey, FourstepHiKey, FourstepLoKey, StageKey, Step,
+                      TunedShape, TwiddleKey, key_length, tiled_key)
+from .rules import (AXIS_TILE_LINES, BLOCK_COLUMNS, BLOCK_ROW_LINES, FOURSTEP_STRIDED_MAX,
+                    FOURSTEP_TILE_LINES, MAX_REGISTERS, RADICES, REGISTER_TARGET, SH_PAD,
+                    TARGET_INVOCATIONS, TILE_LINES, UNPACK_REGS_MIN_N, UNTILED_AXIS_STAGES,
+                    _registers, _sh_line, _workgroup, prime_factors, radices_for, tuned_shape)
+from .tuner import _odd_groupings, _two_power_splits, shape_candidates
