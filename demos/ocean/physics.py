@@ -108,7 +108,11 @@ def tma_attenuation(omega, depth):
 
 
 def _lgamma(x):
-    return np.vectorize(math.lgamma, otypes=[np.float64])(x)
+    try:
+        from scipy.special import gammaln
+    except ImportError:  # numpy alone: correct, a few seconds slower at 4 x 1024^2
+        return np.vectorize(math.lgamma, otypes=[np.float64])(x)
+    return gammaln(x)
 
 
 def hasselmann_spreading(omega, theta, omega_p, wind_speed, swell=0.0):
@@ -204,18 +208,19 @@ class Cascade:
 def cascade_bands(patch_sizes, size):
     """Each cascade owns the |k| between its neighbours, so no wave is counted twice.
 
-    The boundary between cascades i and i+1 is 6 fundamentals of the smaller patch (2 pi 6 / L_{i+1}),
-    below the larger patch's Nyquist (pi N / L_i) for the default ratios; the last cascade keeps all
-    of its grid up to Nyquist.
+    The boundary between cascades i and i+1 is 6 fundamentals of the smaller patch (2 pi 6 / L_{i+1})
+    or the larger patch's Nyquist (pi N / L_i) if that comes first; the last cascade keeps all of its
+    grid up to Nyquist.
     """
     bands = []
     for i, patch in enumerate(patch_sizes):
         lo = 0.0 if i == 0 else bands[-1][1]
-        hi = np.inf if i + 1 == len(patch_sizes) else 2.0 * np.pi * 6.0 / patch_sizes[i + 1]
-        nyquist = np.pi * size / patch
-        if hi != np.inf and hi > nyquist:
-            raise ValueError(f"patch {patch_sizes[i + 1]} m is too large after {patch} m at N={size}: "
-                             f"the band boundary {hi:.3g} passes the Nyquist {nyquist:.3g}")
+        hi = np.inf
+        if i + 1 < len(patch_sizes):
+            hi = min(2.0 * np.pi * 6.0 / patch_sizes[i + 1], np.pi * size / patch)
+            if 2.0 * np.pi / patch_sizes[i + 1] >= hi:
+                raise ValueError(f"patch {patch_sizes[i + 1]} m is too small after {patch} m at N={size}: "
+                                 f"no wave between them would be on either grid")
         bands.append((lo, hi))
     return bands
 
