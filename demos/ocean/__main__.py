@@ -25,7 +25,7 @@ DEFAULT_PATCHES = OceanParams().patch_sizes
 class OceanApp:
     """Simulation + renderer + camera + the floating buoy; `frame(dt)` does one frame's GPU work."""
 
-    def __init__(self, ctx, params: OceanParams, width=1280, buoy_xz=(60.0, 6.0)):
+    def __init__(self, ctx, params: OceanParams, width=1280, buoy_xz=(28.0, -4.0)):
         self.ctx = ctx
         self.params = params
         self.ocean = Ocean(params)
@@ -54,7 +54,7 @@ class OceanApp:
         self.sim.step(t, 0.0 if self.paused else dt, timed=timed)
         # The buoy: the one host-side query per frame, from the same spectra (no read-back).
         h, n = self.ocean.height_at(np.array(self.buoy_xz[0]), np.array(self.buoy_xz[1]), t)
-        pos = np.array([self.buoy_xz[0], float(h), self.buoy_xz[1]]) + 0.45 * np.asarray(n)
+        pos = np.array([self.buoy_xz[0], float(h), self.buoy_xz[1]]) + 0.4 * np.asarray(n)  # floats 2/3 under
         self.buoy = (pos, np.asarray(n))
         self.renderer.draw(self.camera, aspect, self.buoy)
 

@@ -356,29 +356,35 @@ class Ocean:
         count = int(np.searchsorted(cum, energy_fraction * total) + 1) if total > 0 else 0
         count = min(count, max_components, order.size)
         idx = order[:count]
-        self._comp = (kx[idx], kz[idx], h0[idx], h0m[idx], omega[idx])
+        kx, kz, k = kx[idx], kz[idx], np.hypot(kx[idx], kz[idx])
+        c = self.choppiness
+        self._comp = (kx, kz, h0[idx], h0m[idx], omega[idx])
+        # Rows: the factor that turns h(k) into each field of (Dx, h, Dz, sx, sz, Dxx, Dzz, Dxz).
+        self._factors = np.stack([1j * kx / k * c, np.ones_like(k, complex), 1j * kz / k * c, 1j * kx, 1j * kz,
+                                  -kx * kx / k * c + 0j, -kz * kz / k * c + 0j, -kx * kz / k * c + 0j], axis=0)
         #: fraction of the (time-averaged) height variance that height_at leaves out
         self.height_at_dropped_energy = float(1.0 - cum[count - 1] / total) if count else 1.0
         self.height_at_components = count
 
+    def _h_of_t(self, t):
+        kx, kz, h0, h0m, omega = self._comp
+        phase = np.exp(1j * omega * t)
+        return h0 * phase + h0m * np.conj(phase)
+
+    def _sum(self, x, z, h, rows):
+        kx, kz = self._comp[:2]
+        e = np.exp(1j * (np.multiply.outer(x.ravel(), kx) + np.multiply.outer(z.ravel(), kz))) * h
+        # Each kept k stands for the pair (k, -k): 2 Re of its term. Products and sums rather than
+        # `@`: these thin products wake OpenBLAS's threads, which costs milliseconds on a busy host.
+        f = self._factors[rows]
+        out = 2.0 * np.stack([(f * ep).sum(axis=-1) for ep in e], axis=1).real
+        return tuple(f.reshape(x.shape) for f in out)
+
     def surface_at(self, x, z, t):
         """(Dx, h, Dz, sx, sz, dxx, dzz, dxz) at undisplaced points (x, z): arrays of x's shape."""
-        kx, kz, h0, h0m, omega = self._comp
         x = np.asarray(x, np.float64)
         z = np.asarray(z, np.float64)
-        phase = np.exp(1j * omega * t)
-        h = h0 * phase + h0m * np.conj(phase)
-        k = np.hypot(kx, kz)
-        e = np.exp(1j * (np.multiply.outer(x, kx) + np.multiply.outer(z, kz))) * h
-        c = self.choppiness
-
-        def field(factor):
-            # Each kept k stands for the pair (k, -k): 2 Re of its term.
-            return 2.0 * (e @ factor).real
-
-        return (field(1j * kx / k * c), field(np.ones_like(k)), field(1j * kz / k * c),
-                field(1j * kx), field(1j * kz),
-                field(-kx * kx / k * c), field(-kz * kz / k * c), field(-kx * kz / k * c))
+        return self._sum(x, z, self._h_of_t(t), slice(None))
 
     def height_at(self, x, z, t, iterations=6):
         """Height and unit normal of the surface above world points (x, z) at time t.
@@ -390,10 +396,11 @@ class Ocean:
         x = np.asarray(x, np.float64)
         z = np.asarray(z, np.float64)
         x0, z0 = x.copy(), z.copy()
+        h_t = self._h_of_t(t)
         for _ in range(iterations):
-            dx, _, dz, *_ = self.surface_at(x0, z0, t)
+            dx, dz = self._sum(x0, z0, h_t, slice(0, 3, 2))
             x0, z0 = x - dx, z - dz
-        dx, h, dz, sx, sz, dxx, dzz, dxz = self.surface_at(x0, z0, t)
+        dx, h, dz, sx, sz, dxx, dzz, dxz = self._sum(x0, z0, h_t, slice(None))
         # Normal of the displaced surface: cross(dP/dz, dP/dx) with dP/dx = (1 + dxx, sx, dxz),
         # dP/dz = (dxz, sz, 1 + dzz).
         n = np.stack([sz * dxz - (1.0 + dzz) * sx, (1.0 + dxx) * (1.0 + dzz) - dxz * dxz,

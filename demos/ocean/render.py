@@ -82,20 +82,16 @@ def polar_grid(spokes=512, min_spacing=0.15, radius=9000.0):
     return verts, tris.astype(np.int32), q, min_spacing
 
 
-def buoy_mesh(half=(0.6, 1.0, 0.6)):
-    """A box with a red hull and a white top band: (pos, normal, colour) per vertex, 36 vertices."""
-    hx, hy, hz = half
+def buoy_mesh(half=(0.9, 1.4, 0.9)):
+    """A box: (position, normal) per vertex, 36 vertices; the shader paints it by height."""
     faces = [((1, 0, 0), (0, 1, 0)), ((-1, 0, 0), (0, 1, 0)), ((0, 1, 0), (0, 0, 1)),
              ((0, -1, 0), (0, 0, 1)), ((0, 0, 1), (0, 1, 0)), ((0, 0, -1), (0, 1, 0))]
     data = []
     for n, u in faces:
         n, u = np.array(n, float), np.array(u, float)
         v = np.cross(n, u)
-        corners = [n + s * u + t * v for s, t in ((-1, -1), (1, -1), (1, 1), (-1, -1), (1, 1), (-1, 1))]
-        for c in corners:
-            p = c * np.array(half)
-            col = (0.95, 0.95, 0.9) if p[1] > 0.45 * hy else (0.85, 0.12, 0.05)
-            data.append([*p, *n, *col])
+        for s, t in ((-1, -1), (1, -1), (1, 1), (-1, -1), (1, 1), (-1, 1)):
+            data.append([*((n + s * u + t * v) * np.array(half)), *n])
     return np.array(data, np.float32)
 
 
@@ -132,7 +128,7 @@ class OceanRenderer:
         self.grid_vao = ctx.vertex_array(self.ocean_prog, [(self.grid_vbo, "2f", "in_pos")], self.grid_ibo)
         self.buoy_prog = ctx.program(vertex_shader=shader_source("buoy.vert"), fragment_shader=shader_source("buoy.frag"))
         self.buoy_vbo = ctx.buffer(buoy_mesh().tobytes())
-        self.buoy_vao = ctx.vertex_array(self.buoy_prog, [(self.buoy_vbo, "3f 3f 3f", "in_pos", "in_normal", "in_color")])
+        self.buoy_vao = ctx.vertex_array(self.buoy_prog, [(self.buoy_vbo, "3f 3f", "in_pos", "in_normal")])
         self.wireframe = False
 
     def _set(self, prog, name, value):
@@ -150,7 +146,7 @@ class OceanRenderer:
         self._set(p, "min_spacing", self.min_spacing)
         self._set(p, "fade_far", pad([min(f, 1e9) for f in fade_distances(patches)], 1e9))
         self._set(p, "slope_variance", pad(sim.slope_variances(), 0.0))
-        self._set(p, "foam_weight", pad([1.0, 0.6, 0.3, 0.15][:len(patches)], 0.0))
+        self._set(p, "foam_weight", pad([1.0, 0.8, 0.5, 0.3][:len(patches)], 0.0))
         self._set(p, "wave_sigma", max(sim.ocean.significant_wave_height() / 4.0, 1e-3))
         self._set(p, "sun_dir", tuple(self.sun_dir))
 
@@ -193,7 +189,6 @@ class OceanRenderer:
             model[:3, 3] = pos
             self.buoy_prog["view_proj"].write(gl_matrix(vp))
             self.buoy_prog["model"].write(gl_matrix(model))
-            self._set(self.buoy_prog, "cam_pos", tuple(camera.position))
             self._set(self.buoy_prog, "sun_dir", tuple(self.sun_dir))
             self.buoy_vao.render(moderngl.TRIANGLES)
 

@@ -6,8 +6,8 @@ const vec3 SUN_COLOR = vec3(1.0, 0.86, 0.68);
 vec3 sky_color(vec3 d, bool with_sun_disk) {
     float y = d.y;
     float mu = max(dot(d, sun_dir), 0.0);
-    vec3 zenith = vec3(0.08, 0.22, 0.55);
-    vec3 horizon = vec3(0.50, 0.64, 0.80);
+    vec3 zenith = vec3(0.05, 0.16, 0.46);
+    vec3 horizon = vec3(0.42, 0.57, 0.76);
     vec3 col = mix(horizon, zenith, pow(clamp(y, 0.0, 1.0), 0.45));
     // Below the horizon the sky is seen only in reflections of the far haze.
     col = y < 0.0 ? horizon * (0.85 + 0.15 * exp(8.0 * y)) : col;
