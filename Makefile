@@ -6,8 +6,11 @@ PY := .venv/bin/python
 setup:
 	@bash tools/setup.sh
 
+# The filter demo in a window where a display exists, else a headless frame saved as a PNG.
 demo: setup
-	$(PY) -m pyfftgl demo
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(PY) -m demos.filter; \
+	else $(PY) -m demos.filter --headless --frames 3 --screenshot demo-filter.png && \
+	echo "no display: wrote demo-filter.png (a headless frame of the filter demo)"; fi
 
 test: setup
 	$(PY) -m pytest -q tests

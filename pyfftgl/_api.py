@@ -319,6 +319,7 @@ class Plan:
             del _plans._in_use.plans
         self._pinned = {p.cache_key: p for p in self.device_plans}
         self.out_shape, self.out_dtype = probe.shape, probe.dtype
+        self._replay = None  # (src, out, their buffers, submission) of the last device call
 
     @property
     def nbytes(self) -> int:
@@ -327,15 +328,27 @@ class Plan:
     def execute(self, a, out=None):
         """Transform `a`: a numpy-compatible array (returns numpy) or a DeviceArray (returns a
         DeviceArray, into `out` when given, with no host transfer where the kind allows)."""
+        replay = self._replay
+        if replay is not None and a is replay[0] and out is replay[1] \
+                and a.buffer is replay[2] and out.buffer is replay[3]:
+            replay[4].run(wait=False)  # the render loop's call: nothing to check or plan again
+            return out
         if not isinstance(a, DeviceArray):
             a = np.asarray(a)
         if a.shape != self.shape:
             raise ValueError(f"this plan transforms arrays of shape {self.shape}, got {a.shape}")
+        device_call = isinstance(a, DeviceArray) and isinstance(out, DeviceArray)
         _plans._in_use.pinned = self._pinned
+        _plans._in_use.runs = [] if device_call else None
         try:  # this Plan's own device plans, whatever the cache has dropped since
-            return self._func(a, out=out, backend=self.backend, **self._kwargs)
+            result = self._func(a, out=out, backend=self.backend, **self._kwargs)
+            runs = _plans._in_use.runs
         finally:
-            _plans._in_use.pinned = {}
+            _plans._in_use.pinned, _plans._in_use.runs = {}, None
+        if device_call and runs is not None and len(runs) == 1:
+            # One recorded submission did all of it: the same arrays next time replay it.
+            self._replay = (a, out, a.buffer, out.buffer, runs[0])
+        return result
 
     __call__ = execute
 

@@ -98,8 +98,8 @@ def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
 def _copy_submission(device, src, dst, count: int):
     """copy.comp moving `count` vec4s from src to dst, recorded as one submission."""
     program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
-    return device.record([Dispatch(device.kernel(program, [src, dst], (gx, gy, 1)),
-                                   np.array([count, base, 0, 0, 0, 0], np.uint32))
+    return device.record([Dispatch(program, (gx, gy, 1),
+                                   np.array([count, base, 0, 0, 0, 0], np.uint32), (src, dst))
                           for base, gx, gy in planner.split_groups(
                               max(1, -(-count // 256)), device.info.limits.max_group_count)])
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import planner, shaders
 from .backends import get_device
 from .backends.base import Device, Dispatch, Limits
-
 
 
 def twiddle_table(n: int) -> np.ndarray:
@@ -67,15 +67,42 @@ def build_table(key: tuple) -> np.ndarray:
     raise KeyError(key)
 
 
+@dataclass(frozen=True)
+class Storage:
+    """Where a plan's passes read and write, beyond plain complex64 buffers: preamble switches
+    of the same kernels. `fields`: complex values per element (2: an rgba32f texel holds two
+    fields, transformed in the same dispatches). `images`: buffer names ("in", "out", "w0") that
+    are images of this GLSL format instead, `width` texels wide. `spec_fields`: the last pass
+    multiplies its output by a spectrum (binding 3) of 1 field applied to all, or one per field."""
+
+    fields: int = 1
+    images: tuple[tuple[str, str], ...] = ()  # (buffer name, image format)
+    width: int = 0
+    spec_fields: int = 0
+
+    def image_format(self, name: str) -> str | None:
+        return dict(self.images).get(name)
+
+
+_COMPONENTS = {"r32f": 1, "rg32f": 2, "rgba32f": 4}
+
+
 class TransformPlan:
     """Complex transforms over `axes` of a C-contiguous complex64 array of `shape`, bound to one
-    device: buffers, tables and programs allocated once, every pass recorded in one submission."""
+    device: tables, work buffers and programs allocated once, every pass recorded in one
+    submission. The resources a call reads and writes are bound when its submission is
+    recorded (`dispatches`), so one plan runs on any buffers or images of the right size."""
+
+    # Recorded submissions kept per plan, by the identity of the resources they bind: a render
+    # loop replays one, with no recording or allocation per call.
+    RECORDED = 4
 
     def __init__(self, spec: planner.TransformSpec, device: Device, limits: Limits, norm: str,
-                 buffers: dict | None = None):
+                 buffers: dict | None = None, storage: Storage = Storage()):
         """`buffers`: device buffers to use by name instead of allocating them (the tuner times
         many shapes of one transform on the same memory)."""
         self.spec, self.device, self.limits, self.norm = spec, device, limits, norm
+        self.storage = storage
         dev, units = device, spec.units
         # Every table the passes read, concatenated into one buffer (binding 2).
         offsets, parts, at = {}, [], 0
@@ -85,40 +112,79 @@ class TransformPlan:
             parts.append(t)
         tables = np.concatenate(parts) if parts else np.zeros(1, np.complex64)
         self._tables = dev.buffer(tables.nbytes, tables)
-        self._buffers = {name: (buffers or {}).get(name) or
-                         dev.buffer(units * per_unit * planner.COMPLEX64_BYTES)
-                         for name, per_unit in spec.buffers}
-        self.nbytes = tables.nbytes + sum(b.nbytes for b in self._buffers.values())
-        self._programs = [shaders.get_program(dev, p.kernel, p.defines(offsets), planner.PUSH_NAMES)
-                          for p in spec.passes]
-        self.pass_dispatches = self._bind_passes(self._buffers)  # each pass's, in order
-        self._dispatches = [d for ds in self.pass_dispatches for d in ds]
-        self.dispatch_count = len(self._dispatches)
+        self.element_bytes = planner.COMPLEX64_BYTES * storage.fields
+        self._sizes = {name: units * per_unit * self.element_bytes for name, per_unit in spec.buffers}
+        # Work buffers now; "in" and "out" when a host call first needs them (device calls bind
+        # the caller's), images the plan owns for the names the storage makes images.
+        self._buffers = dict(buffers or {})
+        for name, nbytes in self._sizes.items():
+            fmt = storage.image_format(name)
+            if name not in self._buffers and name not in ("in", "out"):
+                self._buffers[name] = (dev.image(storage.width, nbytes // self.element_bytes
+                                                 // storage.width, fmt)
+                                       if fmt else dev.buffer(nbytes))
+        self.nbytes = tables.nbytes + sum(self._sizes[n] for n in self._buffers)
+        self._programs = [shaders.get_program(dev, p.kernel, self._defines(p, i, offsets),
+                                              planner.PUSH_NAMES)
+                          for i, p in enumerate(spec.passes)]
+        self.dispatch_count = sum(len(planner.split_groups(p.groups(units),
+                                                           limits.max_group_count))
+                                  for p in spec.passes)
         self._host_run = None  # the upload-run-download submission, recorded on first use
-        # (src, dst) ids -> [src, dst, dispatches, recorded submission or None]
-        self._device_runs: OrderedDict = OrderedDict()
-        self._scratch = None  # where dst=None device calls write before their copy out
+        self._recorded: OrderedDict = OrderedDict()  # resource ids -> (resources, submission)
         self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
 
-    # Device-array calls keep this many (src, dst) pairs recorded: a render loop reusing its
-    # arrays replays one, with no recording or allocation per call.
-    DEVICE_BINDINGS = 4
+    def _defines(self, p, i: int, offsets: dict) -> dict:
+        """Pass p's preamble: the planner's, plus the storage switches of this plan."""
+        st = self.storage
+        d = dict(p.defines(offsets))
+        if st.fields != 1:
+            d["FIELDS"] = st.fields
+        for role, name in (("IN", p.src_buf), ("OUT", p.dst_buf)):
+            fmt = st.image_format(name)
+            if fmt:
+                d[f"{role}_IMAGE"], d[f"{role}_COMPONENTS"] = fmt, _COMPONENTS[fmt]
+                d["IMG_WIDTH"] = f"{st.width}u"
+        if st.spec_fields and i == len(self.spec.passes) - 1:
+            d["MUL_SPEC"], d["SPEC_FIELDS"] = 1, st.spec_fields
+        return d
 
-    def _bind_passes(self, buffers: dict) -> list[list[Dispatch]]:
-        """Each pass's dispatches, bound to `buffers` (by name) and the tables."""
+    def _own(self, name: str):
+        """The plan's own buffer `name`, allocated on first use ("in" and "out")."""
+        buf = self._buffers.get(name)
+        if buf is None:
+            buf = self._buffers[name] = self.device.buffer(self._sizes[name])
+            self.nbytes += self._sizes[name]
+        return buf
+
+    def dispatches(self, resources: dict | None = None) -> list[list[Dispatch]]:
+        """Each pass's dispatches, in order, binding the buffers or images in `resources` by
+        name ("in", "out", "spec") and the plan's own for the rest."""
+        res = resources or {}
         out, units = [], self.spec.units
-        for p, program in zip(self.spec.passes, self._programs):
-            bound = [buffers[p.src_buf], buffers[p.dst_buf], self._tables]
-            out.append([Dispatch(self.device.kernel(program, bound, (gx, gy, 1)),
-                                 np.array(p.push(units, base), np.uint32))
+        last = len(self.spec.passes) - 1
+        for i, (p, program) in enumerate(zip(self.spec.passes, self._programs)):
+            src, dst = (res.get(n) or self._own(n) for n in (p.src_buf, p.dst_buf))
+            fmt_in, fmt_out = (self.storage.image_format(n) for n in (p.src_buf, p.dst_buf))
+            buffers = [None if fmt_in else src, None if fmt_out else dst, self._tables]
+            if "spec" in res and i == last:
+                buffers.append(res["spec"])
+            images = (src if fmt_in else None, dst if fmt_out else None) if fmt_in or fmt_out else ()
+            out.append([Dispatch(program, (gx, gy, 1), np.array(p.push(units, base), np.uint32),
+                                 tuple(buffers), images)
                         for base, gx, gy in planner.split_groups(p.groups(units),
                                                                  self.limits.max_group_count)])
         return out
 
-    def _bind(self, buffers: dict) -> list[Dispatch]:
-        """Every pass's dispatches, in order, bound to `buffers`."""
-        return [d for ds in self._bind_passes(buffers) for d in ds]
+    @property
+    def pass_dispatches(self) -> list[list[Dispatch]]:
+        """Each pass's dispatches on the plan's own buffers (the benchmark times them)."""
+        return self.dispatches()
+
+    @property
+    def _dispatches(self) -> list[Dispatch]:
+        return [d for ds in self.dispatches() for d in ds]
 
     @property
     def passes(self):
@@ -134,11 +200,13 @@ class TransformPlan:
         per_axis = ", ".join(
             f"axis {ax}: {alg}" + (f" (convolution length {m})" if m else "")
             for ax, alg, m in zip(s.axes, s.algorithms, s.conv_lengths))
+        images = "".join(f", {name} {fmt} image" for name, fmt in self.storage.images)
+        fields = f", {self.storage.fields} fields per element" if self.storage.fields > 1 else ""
         return (f"<{type(self).__name__} shape={s.shape} axes={s.axes} "
                 f"{'inverse' if s.inverse else 'forward'} norm={self.norm} on "
                 f"{self.device.info.api}:{self.device.info.name}: {per_axis}, "
-                f"{len(s.passes)} pass{'es' if len(s.passes) > 1 else ''} [{parts}], "
-                f"{s.chunks} submission(s), {self.nbytes} bytes>")
+                f"{len(s.passes)} pass{'es' if len(s.passes) > 1 else ''} [{parts}]{fields}"
+                f"{images}, {s.chunks} submission(s), {self.nbytes} bytes>")
 
     def execute(self, x: np.ndarray, *, timed: bool = False) -> np.ndarray:
         """Transform x, complex64 of the plan's shape; returns a new complex64 array of the
@@ -156,8 +224,8 @@ class TransformPlan:
         total = 0.0
         with self._lock:  # the plan's buffers are shared by every call
             if self._host_run is None:
-                self._host_run = self.device.record(self._dispatches, uploads=[self._buffers["in"]],
-                                                    downloads=[self._buffers["out"]])
+                self._host_run = self.device.record(self._dispatches, uploads=[self._own("in")],
+                                                    downloads=[self._own("out")])
             for lo in range(0, x.shape[0], spec.units):
                 hi = min(x.shape[0], lo + spec.units)
                 total += self._host_run.run([x[lo:hi]], timed=timed) or 0.0
@@ -169,43 +237,38 @@ class TransformPlan:
 
     __call__ = execute
 
+    def submission(self, resources: dict):
+        """The recorded submission binding `resources` (name -> buffer or image), recorded once
+        per set of resources among the last RECORDED used."""
+        key = tuple((name, id(r)) for name, r in sorted(resources.items()))
+        with self._lock:
+            entry = self._recorded.get(key)
+            if entry is None or any(entry[0][n] is not r for n, r in resources.items()):
+                sub = self.device.record([d for ds in self.dispatches(resources) for d in ds])
+                entry = self._recorded[key] = (dict(resources), sub)
+                while len(self._recorded) > self.RECORDED:
+                    self._recorded.popitem(last=False)
+            self._recorded.move_to_end(key)
+            return entry[1]
+
+    def output_buffer(self):
+        """A new device buffer of the plan's output size."""
+        return self.device.buffer(self._sizes["out"], device_only=True)
+
     def execute_device(self, src, dst=None) -> object:
-        """Transform the device buffer `src` (the plan's input size) into `dst` and return it,
-        with no host transfer: the passes read `src` and write `dst` directly (`src` is only ever
-        read). With dst=None the result goes to a new buffer through a device copy from a scratch
-        buffer of the plan's (binding every new buffer would build new pipelines per call). The
-        call returns once the work is submitted; the device waits for it before the host next
-        reads or writes device memory."""
+        """Transform the device buffer `src` (the plan's input size) into `dst` (a new buffer
+        if None) and return it, with no host transfer: the passes read `src` (only ever read)
+        and write `dst` directly. The call returns once the work is queued; the device waits for
+        it before the host next reads or writes device memory."""
         if self.spec.chunks != 1:
             raise ValueError("this transform does not fit one submission on this device")
-        with self._lock:
-            if dst is not None:
-                self._bound(src, dst, record=True).run(wait=False)
-                return dst
-            if self._scratch is None:
-                self._scratch = self.device.buffer(self._buffers["out"].nbytes, device_only=True)
-                self.nbytes += self._scratch.nbytes
-            fresh = self.device.buffer(self._buffers["out"].nbytes, device_only=True)
-            dispatches = self._bound(src, self._scratch, record=False)
-            self.device.record(dispatches, copies_after=[(self._scratch, fresh)]).run(wait=False)
-            return fresh
-
-    def _bound(self, src, dst, record: bool):
-        """The dispatches bound to (src, dst), or with `record` their recorded submission; an
-        LRU of DEVICE_BINDINGS pairs. Call with the lock held."""
-        key = (id(src), id(dst))
-        entry = self._device_runs.get(key)
-        if entry is None or entry[0] is not src or entry[1] is not dst:
-            entry = [src, dst, self._bind(dict(self._buffers, **{"in": src, "out": dst})), None]
-            self._device_runs[key] = entry
-            while len(self._device_runs) > self.DEVICE_BINDINGS:
-                self._device_runs.popitem(last=False)
-        self._device_runs.move_to_end(key)
-        if not record:
-            return entry[2]
-        if entry[3] is None:
-            entry[3] = self.device.record(entry[2])
-        return entry[3]
+        dst = self.output_buffer() if dst is None else dst
+        sub = self.submission({"in": src, "out": dst})
+        sub.run(wait=False)
+        runs = getattr(_in_use, "runs", None)
+        if runs is not None:  # a Plan's call watching which submissions it made
+            runs.append(sub)
+        return dst
 
 
 class FFTPlan(TransformPlan):
@@ -281,7 +344,8 @@ class PlanCache:
 
 plan_cache = PlanCache()
 # Per thread: `plans`, the device plans a pyfftgl.plan() warm-up touched; `pinned`, the device
-# plans of the Plan executing now by cache key, used before the cache (which may have dropped them).
+# plans of the Plan executing now by cache key, used before the cache (which may have dropped them);
+# `runs`, the device submissions a Plan's call made.
 _in_use = threading.local()
 
 

@@ -92,7 +92,7 @@ def compile_spirv(source: str) -> bytes:
                 f"{proc.stdout}{proc.stderr}")
         spirv = out.read_bytes()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp_path = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     tmp_path.write_bytes(spirv)
     os.replace(tmp_path, path)  # atomic: concurrent processes never see half a file
     return spirv

@@ -6,17 +6,17 @@
 // The invocation's working registers. Module scope rather than an `inout` parameter: SPIR-V
 // passes arrays by copy, and copying REGS values in and out of every butterfly call made Mesa's
 // LLVM JIT take seconds per kernel.
-vec2 v[REGS];
+CPLX v[REGS];
 
 void dft2(uint o) {
-    vec2 a = v[o], b = v[o + 1u];
+    CPLX a = v[o], b = v[o + 1u];
     v[o] = a + b;
     v[o + 1u] = a - b;
 }
 
 void dft4(uint o) {
-    vec2 t0 = v[o] + v[o + 2u], t1 = v[o] - v[o + 2u];
-    vec2 t2 = v[o + 1u] + v[o + 3u], t3 = rot_quarter(v[o + 1u] - v[o + 3u]);
+    CPLX t0 = v[o] + v[o + 2u], t1 = v[o] - v[o + 2u];
+    CPLX t2 = v[o + 1u] + v[o + 3u], t3 = rot_quarter(v[o + 1u] - v[o + 3u]);
     v[o] = t0 + t2;
     v[o + 1u] = t1 + t3;
     v[o + 2u] = t0 - t2;
@@ -25,8 +25,8 @@ void dft4(uint o) {
 
 // dft4 on v[o], v[o + s], v[o + 2s], v[o + 3s].
 void dft4s(uint o, uint s) {
-    vec2 t0 = v[o] + v[o + 2u * s], t1 = v[o] - v[o + 2u * s];
-    vec2 t2 = v[o + s] + v[o + 3u * s], t3 = rot_quarter(v[o + s] - v[o + 3u * s]);
+    CPLX t0 = v[o] + v[o + 2u * s], t1 = v[o] - v[o + 2u * s];
+    CPLX t2 = v[o + s] + v[o + 3u * s], t3 = rot_quarter(v[o + s] - v[o + 3u * s]);
     v[o] = t0 + t2;
     v[o + s] = t1 + t3;
     v[o + 2u * s] = t0 - t2;
@@ -37,12 +37,12 @@ void dft4s(uint o, uint s) {
 void dft8(uint o) {
     const float c = 0.70710678118654752;
     // Two radix-4 DFTs on the even and odd samples, then the radix-2 combine with W8^k.
-    vec2 e0 = v[o] + v[o + 4u], e1 = v[o] - v[o + 4u];
-    vec2 e2 = v[o + 2u] + v[o + 6u], e3 = rot_quarter(v[o + 2u] - v[o + 6u]);
-    vec2 o0 = v[o + 1u] + v[o + 5u], o1 = v[o + 1u] - v[o + 5u];
-    vec2 o2 = v[o + 3u] + v[o + 7u], o3 = rot_quarter(v[o + 3u] - v[o + 7u]);
-    vec2 E0 = e0 + e2, E1 = e1 + e3, E2 = e0 - e2, E3 = e1 - e3;
-    vec2 O0 = o0 + o2, O1 = o1 + o3, O2 = o0 - o2, O3 = o1 - o3;
+    CPLX e0 = v[o] + v[o + 4u], e1 = v[o] - v[o + 4u];
+    CPLX e2 = v[o + 2u] + v[o + 6u], e3 = rot_quarter(v[o + 2u] - v[o + 6u]);
+    CPLX o0 = v[o + 1u] + v[o + 5u], o1 = v[o + 1u] - v[o + 5u];
+    CPLX o2 = v[o + 3u] + v[o + 7u], o3 = rot_quarter(v[o + 3u] - v[o + 7u]);
+    CPLX E0 = e0 + e2, E1 = e1 + e3, E2 = e0 - e2, E3 = e1 - e3;
+    CPLX O0 = o0 + o2, O1 = o1 + o3, O2 = o0 - o2, O3 = o1 - o3;
     // W8 = (1 -+ i)/sqrt(2): W8*z = c*(z + rot_quarter(z)); W8^2 = rot_quarter; W8^3 = rot(W8).
     O1 = c * (O1 + rot_quarter(O1));
     O2 = rot_quarter(O2);
@@ -78,7 +78,7 @@ void dft16(uint o) {
         UNROLL for (uint k2 = 1u; k2 < 4u; k2++)
             v[o + n1 + 4u * k2] = cmul(v[o + n1 + 4u * k2], w16(n1 * k2));
     UNROLL for (uint k2 = 0u; k2 < 4u; k2++) dft4s(o + 4u * k2, 1u);
-    vec2 t[16];
+    CPLX t[16];
     UNROLL for (uint m = 0u; m < 16u; m++) t[m] = v[o + m];
     UNROLL for (uint m = 0u; m < 16u; m++) v[o + m] = t[(m % 4u) * 4u + m / 4u];
 }
@@ -94,8 +94,8 @@ const float odd_cos[] = ODD_COS;
 const float odd_sin[] = ODD_SIN;
 
 void dft_odd(uint P, uint table, uint step, uint o, uint s) {
-    vec2 sum[6], dif[6];  // P <= 13
-    vec2 x0 = v[o], y0 = x0;
+    CPLX sum[6], dif[6];  // P <= 13
+    CPLX x0 = v[o], y0 = x0;
     uint half_p = (P - 1u) / 2u;
     UNROLL for (uint n = 1u; n <= half_p; n++) {
         sum[n - 1u] = v[o + n * s] + v[o + (P - n) * s];
@@ -104,14 +104,14 @@ void dft_odd(uint P, uint table, uint step, uint o, uint s) {
     }
     v[o] = y0;
     UNROLL for (uint k = 1u; k <= half_p; k++) {
-        vec2 re = x0, im = vec2(0.0);
+        CPLX re = x0, im = CPLX(0.0);
         UNROLL for (uint n = 1u; n <= half_p; n++) {
             uint m = table + ((n * k) % P) * step;
             re += odd_cos[m] * sum[n - 1u];
             im += odd_sin[m] * dif[n - 1u];
         }
         // forward: y[k] = re - i*im, y[P-k] = re + i*im; the inverse flips i (rot_quarter does).
-        vec2 t = rot_quarter(im);
+        CPLX t = rot_quarter(im);
         v[o + k * s] = re + t;
         v[o + (P - k) * s] = re - t;
     }
@@ -136,7 +136,7 @@ void dft_square(uint P, uint table, uint o) {
         }
     }
     UNROLL for (uint k2 = 0u; k2 < P; k2++) dft_odd(P, table, P, o + P * k2, 1u);
-    vec2 t[49];  // R <= 49
+    CPLX t[49];  // R <= 49
     UNROLL for (uint m = 0u; m < R; m++) t[m] = v[o + m];
     UNROLL for (uint m = 0u; m < R; m++) v[o + m] = t[(m % P) * P + m / P];
 }

@@ -20,13 +20,37 @@
 #define PUSH_CONSTANTS(members) struct PushBlock { members }; uniform PushBlock pc;
 #endif
 
+// FIELDS = 2: every element is two complex values (vec4: re0, im0, re1, im1; an rgba32f texel),
+// transformed in the same butterflies with the same twiddles. CPLX is the element type, RE / IM
+// swizzle its real / imaginary parts (a HALF each).
+#ifndef FIELDS
+#define FIELDS 1
+#endif
+#if FIELDS == 2
+#define CPLX vec4
+#define HALF vec2
+#define RE xz
+#define IM yw
+#elif FIELDS == 1
+#define CPLX vec2
+#define HALF float
+#define RE x
+#define IM y
+#else
+#error "FIELDS is 1 or 2"
+#endif
+
 vec2 cmul(vec2 a, vec2 b) { return vec2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+vec4 cmul(vec4 a, vec2 w) { return vec4(cmul(a.xy, w), cmul(a.zw, w)); }
+vec4 cmul(vec4 a, vec4 b) { return vec4(cmul(a.xy, b.xy), cmul(a.zw, b.zw)); }
 
 // Multiply by the transform's i: -i for a forward transform (exp(-2 pi i / 4)), +i for an inverse.
 #if INVERSE
 vec2 rot_quarter(vec2 a) { return vec2(-a.y, a.x); }
+vec4 rot_quarter(vec4 a) { return vec4(-a.y, a.x, -a.w, a.z); }
 #else
 vec2 rot_quarter(vec2 a) { return vec2(a.y, -a.x); }
+vec4 rot_quarter(vec4 a) { return vec4(a.y, -a.x, a.w, -a.z); }
 #endif
 
 // The workgroup's number in a grid split into (base, gx, gy) dispatches (planner.split_groups).

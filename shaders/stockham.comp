@@ -97,11 +97,57 @@
 
 layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 
+#if FIELDS == 2 && (defined(REAL_PACK) || defined(REAL_UNPACK))
+#error "the real-data packing is for one field"
+#endif
+
 // restrict: a pass never reads the buffer it writes (plans use distinct buffers, in-place calls
 // are refused), which lets the compiler keep loads in the read-only cache path.
-layout(std430, binding = 0) restrict readonly buffer Src { vec2 src[]; };
-layout(std430, binding = 1) restrict writeonly buffer Dst { vec2 dst[]; };
+// IN_IMAGE / OUT_IMAGE (an image format: r32f, rg32f, rgba32f): the pass reads / writes an
+// image2D instead, element e at texel (e % IMG_WIDTH, e / IMG_WIDTH), so a texture is
+// transformed where it lives; r32f holds real parts (imaginary parts read as zero).
+#ifdef IN_IMAGE
+layout(IN_IMAGE, binding = 0) uniform restrict readonly image2D src_img;
+CPLX src_at(uint e) {
+    vec4 t = imageLoad(src_img, ivec2(e % IMG_WIDTH, e / IMG_WIDTH));
+#if FIELDS == 2
+    return t;
+#elif IN_COMPONENTS == 1
+    return vec2(t.x, 0.0);
+#else
+    return t.xy;
+#endif
+}
+#define SRC(e) src_at(e)
+#else
+layout(std430, binding = 0) restrict readonly buffer Src { CPLX src[]; };
+#define SRC(e) src[e]
+#endif
+#ifdef OUT_IMAGE
+layout(OUT_IMAGE, binding = 1) uniform restrict writeonly image2D dst_img;
+void dst_put(uint e, CPLX x) {
+#if FIELDS == 2
+    vec4 t = x;
+#else
+    vec4 t = vec4(x, 0.0, 0.0);
+#endif
+    imageStore(dst_img, ivec2(e % IMG_WIDTH, e / IMG_WIDTH), t);
+}
+#else
+layout(std430, binding = 1) restrict writeonly buffer Dst { CPLX dst[]; };
+void dst_put(uint e, CPLX x) { dst[e] = x; }
+#endif
 layout(std430, binding = 2) restrict readonly buffer Tables { vec2 table[]; };
+// MUL_SPEC: outputs are multiplied by a spectrum of the pass's output shape (a convolution's
+// pointwise product, fused into the forward transform's last pass); SPEC_FIELDS = 1 applies one
+// complex spectrum to every field.
+#ifdef MUL_SPEC
+#if SPEC_FIELDS == 2
+layout(std430, binding = 3) restrict readonly buffer Spec { vec4 spec[]; };
+#else
+layout(std430, binding = 3) restrict readonly buffer Spec { vec2 spec[]; };
+#endif
+#endif
 
 PUSH_CONSTANTS(uint lines_total; uint group_base; uint in_len; uint in_batch; uint out_len;
                uint out_batch;)
@@ -153,10 +199,10 @@ uint swizzle(uint p, const uint m) { return p ^ (((p >> SWZ_BITS) * m) & (SWZ_BL
 #error "SH_HALVES is for the exchanges between stages only"
 #endif
 #if USES_SHARED && SH_HALVES
-shared float shf[LINES * SH_LINE];
+shared HALF shf[LINES * SH_LINE];
 #define SHF(l, p) shf[(l) * SH_LINE + SHI(p)]
 #elif USES_SHARED
-shared vec2 sh[LINES * SH_LINE];
+shared CPLX sh[LINES * SH_LINE];
 #endif
 
 uint first_line;  // the workgroup's first line
@@ -174,7 +220,7 @@ LineAddr line_addr(uint line) {
     return a;
 }
 
-vec2 load(uint line, uint i) {
+CPLX load(uint line, uint i) {
     // One exit, and the read itself unconditional where it can be (a line past the end reads
     // the last line and returns zero): NVIDIA's GL compiler kept each early return as a loop
     // with breaks around its read.
@@ -183,7 +229,7 @@ vec2 load(uint line, uint i) {
 #if defined(IN_LEN) || defined(PRE_MUL)
     uint idx = IN_INDEX(a, i);
 #endif
-    vec2 x = vec2(0.0);
+    CPLX x = CPLX(0.0);
 #ifdef IN_LEN
     live = live && idx < IN_LEN;
     if (live) {
@@ -193,14 +239,14 @@ vec2 load(uint line, uint i) {
     // imaginary parts of the DC and Nyquist bins are ignored, as numpy does.
     const uint h = REAL_PACK / 2u;
     uint base = IN_ADDR(a, 0u);
-    vec2 p = src[base + i], q = src[base + h - i];
+    vec2 p = SRC(base + i), q = SRC(base + h - i);
     q.y = -q.y;
     if (i == 0u) { p.y = 0.0; q.y = 0.0; }
     vec2 w = table[REAL_TW + i];
     vec2 fo = cmul(0.5 * (p - q), vec2(w.x, -w.y));
     x = 0.5 * (p + q) + vec2(-fo.y, fo.x);
 #else
-    x = src[IN_ADDR(a, i)];
+    x = SRC(IN_ADDR(a, i));
 #endif
 #ifdef PRE_MUL
     x = cmul(x, table[PRE_MUL + idx]);
@@ -208,7 +254,7 @@ vec2 load(uint line, uint i) {
 #ifdef IN_LEN
     }
 #endif
-    return live ? x : vec2(0.0);
+    return live ? x : CPLX(0.0);
 }
 
 #ifdef FOURSTEP_TW_N
@@ -231,7 +277,7 @@ vec2 fourstep_twiddle(uint d, uint k) {
 }
 #endif
 
-void store(uint line, uint k, vec2 x) {
+void store(uint line, uint k, CPLX x) {
     LineAddr a = line_addr(line);
     bool live = line < pc.lines_total;
 #if defined(OUT_LEN) || defined(POST_MUL)
@@ -244,7 +290,11 @@ void store(uint line, uint k, vec2 x) {
 #ifdef POST_MUL
         x = cmul(x, table[POST_MUL + idx]);
 #endif
-        dst[OUT_ADDR(a, k)] = x * SCALE;
+        uint e = OUT_ADDR(a, k);
+#ifdef MUL_SPEC
+        x = cmul(x, spec[e]);
+#endif
+        dst_put(e, x * SCALE);
     }
 }
 
@@ -307,7 +357,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
         if (butterfly(tid, b, span, paired, j)) {
             UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED && SH_HALVES
-                if (from_sh) v[b * R + r].x = SHF(ly, swizzle(j + r * span, m_in));
+                if (from_sh) v[b * R + r].RE = SHF(ly, swizzle(j + r * span, m_in));
                 else
 #elif USES_SHARED
                 if (from_sh) v[b * R + r] = SH(ly, swizzle(j + r * span, m_in));
@@ -327,14 +377,14 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
             if (butterfly(tid_p, b, span_p, false, j)) {
                 uint out0 = stage_out(j, prev_r, ns_p);
                 UNROLL for (uint r = 0u; r < prev_r; r++)
-                    SHF(ly_p, swizzle(out0 + r * ns_p, m_in)) = v[b * prev_r + r].y;
+                    SHF(ly_p, swizzle(out0 + r * ns_p, m_in)) = v[b * prev_r + r].IM;
             }
         }
         barrier();
         UNROLL for (uint b = 0u; b < nb; b++) {
             if (butterfly(tid, b, span, paired, j)) {
                 UNROLL for (uint r = 0u; r < R; r++)
-                    v[b * R + r].y = SHF(ly, swizzle(j + r * span, m_in));
+                    v[b * R + r].IM = SHF(ly, swizzle(j + r * span, m_in));
             }
         }
     }
@@ -366,7 +416,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
 #endif
             if (!paired) UNROLL for (uint r = 0u; r < R; r++) {
 #if USES_SHARED && SH_HALVES
-                if (to_sh) SHF(ly, swizzle(out0 + r * Ns, m_out)) = v[o + r].x;
+                if (to_sh) SHF(ly, swizzle(out0 + r * Ns, m_out)) = v[o + r].RE;
                 else
 #elif USES_SHARED
                 if (to_sh) SH(ly, swizzle(out0 + r * Ns, m_out)) = v[o + r];
@@ -432,7 +482,7 @@ void main() {
     // load is issued before the first store to shared memory, so each invocation has
     // TILE_MOVES loads in flight rather than one.
     {
-        vec2 t[TILE_MOVES];
+        CPLX t[TILE_MOVES];
         UNROLL for (uint q = 0u; q < TILE_MOVES; q++) {
             uint e = e0 + q * GROUP_SIZE;
             if (e < LINES * N) t[q] = load(first_line + e % LINES, e / LINES);
@@ -446,9 +496,9 @@ void main() {
 #endif
 #if NUM_STAGES == 0
 #if LOAD_TILED
-    vec2 x0 = SH(ly, 0u);
+    CPLX x0 = SH(ly, 0u);
 #else
-    vec2 x0 = load(first_line + ly, 0u);
+    CPLX x0 = load(first_line + ly, 0u);
 #endif
 #if STORE_TILED
     if (tid == 0u) SH(ly, 0u) = x0;

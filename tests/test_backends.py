@@ -87,8 +87,8 @@ def test_vulkan_submissions_record_their_own_barriers(uploads):
     data = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
     a, b, c = (dev.buffer(data.nbytes) for _ in range(3))
     prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
-    chain = [Dispatch(dev.kernel(prog, [src, dst], (4, 1, 1)),
-                      np.array([1024, 0, 0, 0, 0, 0], np.uint32)) for src, dst in [(a, b), (b, c)]]
+    chain = [Dispatch(prog, (4, 1, 1), np.array([1024, 0, 0, 0, 0, 0], np.uint32), (src, dst))
+             for src, dst in [(a, b), (b, c)]]
     sub = dev.record(chain, uploads=[a] if uploads else ())
     kinds = [type(op) for op in sub._ops]
     assert kinds == [kp.OpTensorSyncDevice] * uploads + [

@@ -18,8 +18,8 @@ def test_copy_kernel_copies(backend):
     data = np.arange(4096, dtype=np.float32)
     src, dst = dev.buffer(data.nbytes, data), dev.buffer(data.nbytes)
     prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
-    k = dev.kernel(prog, [src, dst], (4, 1, 1))
-    dev.record([Dispatch(k, np.array([1024, 0, 0, 0, 0, 0], np.uint32))]).run()
+    dev.record([Dispatch(prog, (4, 1, 1), np.array([1024, 0, 0, 0, 0, 0], np.uint32),
+                         (src, dst))]).run()
     assert np.array_equal(dev.read(dst, 4096), data)
     assert bench.copy_gbps(dev, nbytes=1 << 20, reps=2) > 0
 

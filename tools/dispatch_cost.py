@@ -44,8 +44,8 @@ def backend_chain(k: int = 200) -> None:
             count = 256 * groups  # vec4s
             a, b = dev.buffer(16 * count), dev.buffer(16 * count)
             random_fill(dev, a)
-            chain = [Dispatch(dev.kernel(prog, [src, dst], (groups, 1, 1)),
-                              np.array([count, 0, 0, 0, 0, 0], np.uint32))
+            chain = [Dispatch(prog, (groups, 1, 1), np.array([count, 0, 0, 0, 0, 0], np.uint32),
+                              (src, dst))
                      for src, dst in [(a, b), (b, a)] * (k // 2)]
             sub = dev.record(chain)
             sub.run()

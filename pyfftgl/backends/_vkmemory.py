@@ -1,11 +1,9 @@
 """GL buffers whose memory Vulkan allocates (VK_KHR_external_memory_fd, GL_EXT_memory_object_fd).
 
 NVIDIA's GL driver places large buffers where compute kernels reach them at about half the
-speed that the same kernels get from Vulkan memory. H200, 2026-11-21, the GL copy kernel between
-two 512 MB buffers: 2.13 TB/s allocated by GL, 4.24 TB/s allocated by Vulkan and imported into
-GL (128 MB buffers: 4.0 TB/s either way); GL fft over 2^26 elements, N = 64: 0.492 -> 0.319 ms,
-N = 4096: 0.503 -> 0.412, N = 2^16: 1.060 -> 0.752. GL's own usage hints and glBufferStorage did
-not change the placement. So the GL backend takes the memory of its large buffers from a small
+speed that the same kernels get from Vulkan memory, and GL's own usage hints and glBufferStorage
+do not change the placement (the measurements are in docs/performance-log.md and
+docs/drivers.md). So the GL backend takes the memory of its large buffers from a small
 Vulkan device of its own on the same GPU (matched by device and driver UUID), where the drivers
 can share it; elsewhere (no Vulkan, no extension, a driver that refuses the import, as Mesa 22's
 llvmpipe does with lavapipe's memory) it keeps GL's own buffers.

@@ -1,8 +1,11 @@
 """The one device protocol both backends implement.
 
-A backend compiles GLSL compute programs, allocates storage buffers, binds programs to buffers as
-kernels, and replays a recorded list of dispatches as one submission (with GPU timestamps when
-asked). Everything above this layer (planner, plans, API) is backend-agnostic.
+A backend compiles GLSL compute programs, allocates storage buffers, and records a list of
+dispatches as one submission that can be replayed (with GPU timestamps when asked). A dispatch
+names its program, grid, push constants and the resources it binds: resources are bound when a
+submission is recorded, not when a program is made, so one program runs on any buffers or images
+without new pipelines (as GLFFT binds on the command buffer). Everything above this layer
+(planner, plans, API) is backend-agnostic.
 """
 from __future__ import annotations
 
@@ -54,28 +57,44 @@ class Program(abc.ABC):
     push_names: tuple[str, ...]
 
 
-class Kernel(abc.ABC):
-    """A program bound to its buffers (binding i = buffers[i]) and a workgroup grid."""
+class Image(abc.ABC):
+    """A 2D image a kernel reads or writes texel by texel (GL: a texture bound to an image unit).
+
+    `format` is its GLSL image format (r32f, rg32f, rgba32f), `components` its channels."""
+
+    width: int
+    height: int
+    format: str
+    components: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Dispatch:
-    kernel: Kernel
-    push: np.ndarray  # uint32, one value per program.push_names
+    """One dispatch: `program` over a grid of `groups`, `push` (uint32, one value per
+    program.push_names), storage buffer binding i = buffers[i] (None: unused), image binding i =
+    images[i]."""
+
+    program: Program
+    groups: tuple[int, int, int]
+    push: np.ndarray
+    buffers: tuple = ()
+    images: tuple = ()
 
 
 class Submission(abc.ABC):
     """A recorded list of dispatches (plus uploads/downloads) that can be replayed many times.
 
-    Dispatches run in order with a storage barrier between consecutive ones.
+    Dispatches run in order with a storage barrier between consecutive ones. Replays queue behind
+    each other without the host waiting for the earlier ones (several in flight); the host waits
+    only when it reads (Device.read, Submission.result) or calls Device.finish.
     """
 
     @abc.abstractmethod
     def run(self, inputs: Sequence[np.ndarray] = (), *, timed: bool = False,
             wait: bool = True) -> float | None:
         """Upload `inputs` to the recorded upload buffers, run, download. Returns GPU ns if timed.
-        wait=False: return once submitted; the device waits for it before the host next reads
-        or writes device memory (Device.read/write). GL never waits here."""
+        wait=False: return once queued; the device waits for it before the host next reads or
+        writes device memory (Device.read/write). GL never waits here."""
 
     @abc.abstractmethod
     def result(self, i: int = 0) -> np.ndarray:
@@ -109,13 +128,9 @@ class Device(abc.ABC):
         """Wait until the device has done all work submitted so far."""
 
     @abc.abstractmethod
-    def kernel(self, program: Program, buffers: Sequence[Buffer],
-               groups: tuple[int, int, int]) -> Kernel:
-        """Bind `program` to `buffers` (binding i = buffers[i]) for a dispatch of `groups`."""
-
-    @abc.abstractmethod
     def record(self, dispatches: Sequence[Dispatch], *, uploads: Sequence[Buffer] = (),
                downloads: Sequence[Buffer] = (), copies_before: Sequence[tuple] = (),
                copies_after: Sequence[tuple] = ()) -> Submission:
-        """Record uploads and (src, dst) buffer copies, the dispatches, then copies and
-        downloads as one replayable submission. Copied buffers have equal sizes."""
+        """Record uploads and (src, dst) buffer copies, the dispatches (binding the resources
+        each names), then copies and downloads as one replayable submission. Copied buffers have
+        equal sizes."""

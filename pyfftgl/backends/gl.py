@@ -1,8 +1,9 @@
 """OpenGL 4.3+ backend through ModernGL: SSBOs, compute shaders, timer queries.
 
 By default it opens its own headless EGL context; pass a ModernGL context to share the caller's
-(the render-loop case). The GL state it changes: SSBO bindings 0..k of the kernels it runs, the
-bound compute program, and memory barriers between its dispatches.
+(the render-loop case). The GL state a submission changes: SSBO bindings 0-3 and image units 0-1
+of the kernels it runs, the bound compute program, and a memory barrier (all bits) between its
+dispatches and after the last.
 """
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from typing import Sequence
 import numpy as np
 
 from .. import wisdom
-from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Kernel, Limits,
-                   Program, Submission)
+from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Image, Limits, Program,
+                   Submission)
 
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
 GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
-# Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): on the H200
-# GL's own placement halved the speed from 256 MB buffers up and left 128 MB ones at full speed.
+GL_BUFFER_SIZE = 0x8764
+# Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): GL's own
+# placement of large buffers ran kernels at half speed (docs/performance-log.md).
 VULKAN_MEMORY_MIN_BYTES = 1 << 25
 
 
@@ -59,12 +61,29 @@ def _shared_memory_size() -> int:
 
 
 class GLBuffer(Buffer):
-    def __init__(self, buf, nbytes: int, release=None):
+    def __init__(self, buf, nbytes: int, release=None, vulkan_memory: bool = False):
         self.buf = buf
         self.nbytes = nbytes
-        self.vulkan_memory = release is not None  # see _vkmemory
+        self.vulkan_memory = vulkan_memory  # see _vkmemory
         if release is not None:  # not at exit: the context may be gone by then
             weakref.finalize(self, release).atexit = False
+
+
+# Texture formats a kernel binds as images: moderngl (components, dtype) -> GLSL format.
+IMAGE_FORMATS = {(1, "f4"): "r32f", (2, "f4"): "rg32f", (4, "f4"): "rgba32f"}
+
+
+class GLImage(Image):
+    """A ModernGL texture (the caller's or a plan's) as an image a kernel binds."""
+
+    def __init__(self, texture):
+        key = (texture.components, texture.dtype)
+        if key not in IMAGE_FORMATS:
+            raise TypeError(f"a texture of {texture.components} component(s) of dtype "
+                            f"{texture.dtype!r} is not one of r32f, rg32f, rgba32f")
+        self.texture = texture
+        self.width, self.height = texture.size
+        self.format, self.components = IMAGE_FORMATS[key], texture.components
 
 
 class GLProgram(Program):
@@ -78,27 +97,21 @@ class GLProgram(Program):
         self.values = [None] * len(push_names)
 
 
-class GLKernel(Kernel):
-    def __init__(self, program: GLProgram, buffers: Sequence[GLBuffer], groups):
-        self.program = program
-        self.buffers = list(buffers)
-        self.groups = tuple(groups)
-
-
 class GLSubmission(Submission):
     """Uploads and downloads go through staging buffers that only the CPU touches, copied on the
     GPU: a buffer written with glBufferSubData at every call is moved to system memory by
-    NVIDIA's driver (measured: every dispatch then ran at PCIe speed, 2.5 ms for 128 MB)."""
+    NVIDIA's driver (every dispatch then ran at PCIe speed)."""
 
     def __init__(self, device: "GLDevice", dispatches, uploads, downloads, copies_before=(),
                  copies_after=()):
         self._device = device
-        # Per dispatch: (program, buffers, [(push index, uniform, value)], groups), taken apart
-        # once here: every call issues each dispatch from Python again, and ModernGL took 3.4 us
-        # to set six uniforms from numpy values (llvmpipe's host; GPU times did not move).
-        self._calls = [(d.kernel.program, [b.buf for b in d.kernel.buffers],
-                        [(i, u, int(d.push[i])) for i, u in d.kernel.program.uniforms
-                         if u is not None], d.kernel.groups) for d in dispatches]
+        # Per dispatch: (program, buffers, images, [(push index, uniform, value)], groups), taken
+        # apart once here: every call issues each dispatch from Python again, and ModernGL is
+        # slow to set uniforms from numpy values.
+        self._calls = [(d.program, [(i, b.buf) for i, b in enumerate(d.buffers) if b is not None],
+                        [(i, m.texture) for i, m in enumerate(d.images) if m is not None],
+                        [(i, u, int(d.push[i])) for i, u in d.program.uniforms if u is not None],
+                        tuple(d.groups)) for d in dispatches]
         self._copies_before, self._copies_after = list(copies_before), list(copies_after)
         self._uploads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
                          for b in uploads]
@@ -111,11 +124,13 @@ class GLSubmission(Submission):
             ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
         if self._copies_before:
             ctx.memory_barrier()
-        for n, (program, buffers, uniforms, groups) in enumerate(self._calls):
+        for n, (program, buffers, images, uniforms, groups) in enumerate(self._calls):
             if n:
                 ctx.memory_barrier()
-            for binding, buf in enumerate(buffers):
+            for binding, buf in buffers:
                 buf.bind_to_storage_buffer(binding)
+            for unit, texture in images:
+                texture.bind_to_image(unit, read=unit == 0, write=unit != 0)
             values = program.values
             for i, uniform, value in uniforms:
                 if values[i] != value:
@@ -170,7 +185,8 @@ class GLDevice(Device):
             import moderngl
         except ImportError as e:
             raise BackendUnavailable(f"the GL backend needs ModernGL ({e}); pip install moderngl") from e
-        if ctx is None:
+        own = ctx is None
+        if own:
             try:
                 ctx = moderngl.create_standalone_context(require=430, backend="egl")
             except Exception as e:  # glcontext raises plain Exceptions
@@ -181,12 +197,15 @@ class GLDevice(Device):
             raise BackendUnavailable(
                 f"OpenGL {ctx.version_code // 100}.{ctx.version_code % 100 // 10} has no compute "
                 "shaders; pyfftgl needs OpenGL 4.3 or newer")
-        # Release GL objects when Python drops them; ModernGL's default keeps every buffer and
-        # program alive until released by hand, so evicted plans would hold their memory.
-        ctx.gc_mode = "auto"
+        if own:
+            # Release GL objects when Python drops them; ModernGL's default keeps every buffer
+            # and program alive until released by hand, so evicted plans would hold their memory.
+            # A caller's context keeps its own mode: the objects made here release themselves.
+            ctx.gc_mode = "auto"
         self.ctx = ctx
         self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
         self._vkmemory, self._vkmemory_worked = None, False
+        self._buffer_storage = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers)
         gi = ctx.info
         renderer = gi["GL_RENDERER"]
         self.info = DeviceInfo(
@@ -217,10 +236,57 @@ class GLDevice(Device):
     def buffer(self, nbytes, data=None, device_only=False):
         buf = self._vulkan_buffer(nbytes) if nbytes >= VULKAN_MEMORY_MIN_BYTES else None
         if buf is None:
-            buf = GLBuffer(self.ctx.buffer(reserve=max(4, nbytes)), nbytes)
+            buf = self._storage_buffer(max(4, nbytes))
         if data is not None:
             self.write(buf, data)
         return buf
+
+    def _storage_buffer(self, nbytes: int) -> GLBuffer:
+        """A buffer of immutable storage that the host can neither map nor write (flags 0): the
+        driver is told the data lives on the GPU, and every host transfer goes through a staging
+        copy, since NVIDIA's driver moves a buffer the host reads into system memory for good."""
+        if self._buffer_storage is None:
+            try:
+                self._buffer_storage = (
+                    gl_proc("glCreateBuffers", None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)),
+                    gl_proc("glNamedBufferStorage", None, ctypes.c_uint32, ctypes.c_ssize_t,
+                            ctypes.c_void_p, ctypes.c_uint32),
+                    gl_proc("glDeleteBuffers", None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)),
+                    gl_proc("glGetNamedBufferParameteri64v", None, ctypes.c_uint32, ctypes.c_uint32,
+                            ctypes.POINTER(ctypes.c_int64)))
+            except OSError:  # before GL 4.5: mutable storage, still never read or written in place
+                self._buffer_storage = False
+        if not self._buffer_storage:
+            buf = self.ctx.buffer(reserve=nbytes)
+            return GLBuffer(buf, nbytes, buf.release)
+        create, storage, delete, query = self._buffer_storage
+        name, size = ctypes.c_uint32(0), ctypes.c_int64(0)
+        create(1, ctypes.byref(name))
+        storage(name.value, nbytes, None, 0)
+        query(name.value, GL_BUFFER_SIZE, ctypes.byref(size))
+        if size.value != nbytes:
+            delete(1, ctypes.byref(name))
+            raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} bytes")
+        return GLBuffer(self.ctx.external_buffer(name.value, nbytes), nbytes,
+                        lambda: delete(1, ctypes.byref(name)))
+
+    def image(self, width: int, height: int, fmt: str) -> GLImage:
+        """A texture of the plan's own (width x height, GLSL image format `fmt`)."""
+        components = {"r32f": 1, "rg32f": 2, "rgba32f": 4}[fmt]
+        texture = self.ctx.texture((width, height), components, dtype="f4")
+        image = GLImage(texture)
+        weakref.finalize(image, texture.release).atexit = False
+        return image
+
+    @classmethod
+    def of(cls, ctx) -> "GLDevice":
+        """The device on the caller's ModernGL context, one per context (programs are compiled
+        once per device)."""
+        dev = getattr(ctx, "_pyfftgl_device", None)
+        if dev is None:
+            dev = cls(ctx)
+            ctx._pyfftgl_device = dev
+        return dev
 
     def _vulkan_buffer(self, nbytes: int) -> GLBuffer | None:
         """A buffer of Vulkan's memory; None where the drivers do not share it (decided by the
@@ -237,7 +303,7 @@ class GLDevice(Device):
                 self.vulkan_memory, self.vulkan_memory_note = False, str(e)
             return None
         self._vkmemory_worked = True
-        return GLBuffer(buf, nbytes, release)
+        return GLBuffer(buf, nbytes, release, vulkan_memory=True)
 
     def write(self, buf, data):
         # Through a CPU-side staging buffer copied on the GPU: a kernel's buffer written with
@@ -248,22 +314,17 @@ class GLDevice(Device):
         staging.release()
 
     def read(self, buf, count):
+        # Through a staging copy on the GPU, never from the buffer itself (see _storage_buffer).
         self.ctx.memory_barrier()
-        src = buf.buf
-        if buf.vulkan_memory:  # imported memory cannot be mapped: read a GL copy of it
-            src = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
-            self.ctx.copy_buffer(src, buf.buf, size=count * 4)
+        staging = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
         try:
-            return np.frombuffer(src.read(size=count * 4), np.float32).copy()
+            self.ctx.copy_buffer(staging, buf.buf, size=count * 4)
+            return np.frombuffer(staging.read(size=count * 4), np.float32).copy()
         finally:
-            if src is not buf.buf:
-                src.release()
+            staging.release()
 
     def finish(self):
         self.ctx.finish()
-
-    def kernel(self, program, buffers, groups):
-        return GLKernel(program, buffers, groups)
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
         return GLSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)

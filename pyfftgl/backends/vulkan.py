@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Sequence
 
 import numpy as np
 
 from .. import shaders, wisdom
 from . import _vkinfo
-from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Kernel, Limits,
-                   Program, Submission)
+from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Limits, Program,
+                   Submission)
 
 # Which physical device to use when there are several: real GPUs before software rasterisers.
 _TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "other": 3, "cpu": 4}
@@ -39,8 +40,7 @@ def _after_dispatch(d: Dispatch, access: int, stage: int):
     nothing at `stage` starts before d ends. Binding 1 is what every pyfftgl kernel writes; the
     barrier's execution dependency covers everything recorded before it, whatever the buffer."""
     import kp
-    return kp.OpMemoryBarrier([d.kernel.buffers[1].tensor], _SHADER_WRITE, access, _COMPUTE,
-                              stage)
+    return kp.OpMemoryBarrier([d.buffers[1].tensor], _SHADER_WRITE, access, _COMPUTE, stage)
 
 
 class VkBuffer(Buffer):
@@ -56,13 +56,12 @@ class VkProgram(Program):
         self.push_names = push_names
 
 
-class VkKernel(Kernel):
-    def __init__(self, algorithm, buffers):
-        self.algorithm = algorithm
-        self.buffers = buffers  # keeps the tensors alive as long as the kernel
-
-
 class VkSubmission(Submission):
+    """The ops recorded into up to RING kp sequences, replayed in turn: a sequence cannot be
+    submitted again while it runs, so one sequence would make each call wait for the previous."""
+
+    RING = 4
+
     def __init__(self, device: "VulkanDevice", dispatches: Sequence[Dispatch],
                  uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer],
                  copies_before=(), copies_after=()):
@@ -76,31 +75,37 @@ class VkSubmission(Submission):
             self._ops.append(kp.OpTensorSyncDevice([b.tensor for b in uploads]))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_before]
         if dispatches:
-            # kp records no barrier before a dispatch (tools/kp_patch.py, 6): one transfer ->
-            # compute barrier here orders the uploads and copies above, and whatever an earlier
-            # submission left running (it ends in a compute -> transfer barrier, below, or in
-            # its downloads), before any dispatch of this one.
+            # kp records no barrier before a dispatch (tools/kp_patch.py, 6): one barrier here
+            # orders the uploads and copies above, and every dispatch and copy of the submissions
+            # before this one (left running by wait=False), before any dispatch of this one.
+            if any(d.images for d in dispatches):
+                raise NotImplementedError("the Vulkan backend binds buffers only (images are GL's)")
             tensors = list({id(b.tensor): b.tensor for d in dispatches
-                            for b in d.kernel.buffers}.values())
-            self._ops.append(kp.OpMemoryBarrier(tensors, _TRANSFER_WRITE, _SHADER_RW, _TRANSFER,
-                                                _COMPUTE))
+                            for b in d.buffers}.values())
+            # Transfers of earlier submissions end in a host wait (read, write, downloads), so a
+            # submission that copies nothing itself only waits for earlier dispatches.
+            moves = bool(uploads or copies_before)
+            self._ops.append(kp.OpMemoryBarrier(
+                tensors, _SHADER_WRITE | (_TRANSFER_WRITE if moves else 0), _SHADER_RW,
+                _COMPUTE | (_TRANSFER if moves else 0), _COMPUTE))
         first = len(self._ops)
         for i, d in enumerate(dispatches):
             if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
                 self._ops.append(_after_dispatch(dispatches[i - 1], _SHADER_RW, _COMPUTE))
-            self._ops.append(kp.OpAlgoDispatch(d.kernel.algorithm, d.push))
+            self._ops.append(kp.OpAlgoDispatch(device._algorithm(d), d.push))
         self._timed_span = (first, len(self._ops))
-        if dispatches and (copies_after or not downloads):
-            # Before the copies out; or, with nothing downloaded, for the next submission, whose
-            # transfer->compute barrier chains onto this one, so submissions left running
-            # (wait=False) stay ordered.
+        if dispatches and copies_after:
             self._ops.append(_after_dispatch(dispatches[-1], _TRANSFER_RW, _TRANSFER))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
+        if copies_after:  # the next submission's dispatches wait for these copies
+            self._ops.append(kp.OpMemoryBarrier([b.tensor for _, b in copies_after],
+                                                _TRANSFER_WRITE, _SHADER_RW, _TRANSFER, _COMPUTE))
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
-        self._plain = self._make_sequence()
+        self._ring = []  # kp sequences of the plain ops, made as calls overlap
+        self._running = []  # indices into _ring submitted and not yet waited for, oldest first
+        self._next = 0
         self._timed = None
-        self._pending = False
 
     def _make_sequence(self, timed: bool = False):
         """The ops as a kp Sequence; `timed`: with a timestamp on each side of the dispatches
@@ -117,31 +122,49 @@ class VkSubmission(Submission):
         return seq
 
     def run(self, inputs=(), *, timed=False, wait=True):
-        self.finish()  # a kp sequence cannot be submitted again while it runs
+        if inputs or self._downloads or timed:
+            # Host data in or out: its staging memory is shared by every replay, so the ones
+            # still running finish first.
+            self.finish()
         for buf, data in zip(self._uploads, inputs):
             self._device.write(buf, data, sync=False)
-        if not timed:
-            if wait:
-                self._plain.eval()
-            else:  # the caller reads nothing now: submit, and wait only when someone reads
-                self._plain.eval_async()
-                self._pending = True
-                self._device._pending.add(self)
+        if timed:
+            if self._timed is None:
+                self._timed = self._make_sequence(timed=True)
+            self._timed.eval()
+            ts = self._timed.get_timestamps()  # recording began, before and after the dispatches
+            return (ts[2] - ts[1]) * self._device._timestamp_period
+        i = self._next
+        self._next = (i + 1) % self.RING
+        if i in self._running:  # RING calls behind: the GPU has a full queue, so wait here
+            self._await(i)
+        if i == len(self._ring):
+            self._ring.append(self._make_sequence())
+        if wait:
+            self._ring[i].eval()
             return None
-        if self._timed is None:
-            self._timed = self._make_sequence(timed=True)
-        self._timed.eval()
-        ts = self._timed.get_timestamps()  # when recording began, before and after the dispatches
-        return (ts[2] - ts[1]) * self._device._timestamp_period
+        self._ring[i].eval_async()
+        self._running.append(i)
+        self._device._pending.add(self)
+        return None
 
-    def finish(self):
-        """Wait for a submission left running by run(wait=False)."""
-        if self._pending:
-            self._plain.eval_await()
-            self._pending = False
+    def _await(self, i: int):
+        """Wait for the replay in ring slot i, and for every replay submitted before it."""
+        while self._running:
+            j = self._running.pop(0)
+            self._ring[j].eval_await()
+            if j == i:
+                break
+        if not self._running:
             self._device._pending.discard(self)
 
+    def finish(self):
+        """Wait for every replay left running by run(wait=False)."""
+        if self._running:
+            self._await(self._running[-1])
+
     def result(self, i=0):
+        self.finish()
         buf = self._downloads[i]
         return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
 
@@ -187,6 +210,10 @@ class VulkanDevice(Device):
             is_software=props["device_type"] == "cpu",
         )
         self._pending: set[VkSubmission] = set()  # run with wait=False, not yet waited for
+        # kp binds tensors when it makes an algorithm (a pipeline and its descriptor set), so the
+        # binding of each (program, grid, buffers) is made once and kept while all of them live.
+        self._algorithms: dict[tuple, object] = {}
+        self._keys_of: dict[int, set] = {}  # id of a buffer or program -> its keys above
 
     def finish(self):
         """Wait for every submission still running (before the host reads or writes memory)."""
@@ -194,16 +221,39 @@ class VulkanDevice(Device):
             sub.finish()
 
     def program(self, source, push_names=()):
-        return VkProgram(shaders.compile_spirv(source), tuple(push_names))
+        return self._track(VkProgram(shaders.compile_spirv(source), tuple(push_names)))
+
+    def _track(self, obj):
+        """Forget the algorithms bound to `obj` (a buffer or program) when it is collected."""
+        weakref.finalize(obj, self._forget, id(obj)).atexit = False
+        return obj
+
+    def _forget(self, ident: int):
+        for key in self._keys_of.pop(ident, ()):
+            self._algorithms.pop(key, None)
+
+    def _algorithm(self, d: Dispatch):
+        """The kp algorithm running d.program on d.buffers over d.groups."""
+        key = (id(d.program), tuple(d.groups), tuple(id(b) for b in d.buffers))
+        algo = self._algorithms.get(key)
+        if algo is None:
+            push = np.zeros(max(1, len(d.program.push_names)), np.uint32)
+            algo = self._mgr.algorithm([b.tensor for b in d.buffers], d.program.spirv,
+                                       list(d.groups), np.zeros(0, np.uint32), push)
+            self._algorithms[key] = algo
+            for ident in (key[0],) + key[2]:
+                self._keys_of.setdefault(ident, set()).add(key)
+        return algo
 
     def buffer(self, nbytes, data=None, device_only=False):
         import kp
         count = max(1, -(-nbytes // 4))
         if device_only:
             # A storage tensor has no staging copy, so kp's OpTensorCopy does not also memcpy
-            # it on the host after every device copy (90 ms per 128 MB call, measured).
-            buf = VkBuffer(self._mgr.tensor_t(np.empty(count, np.float32), kp.TensorTypes.storage),
-                           nbytes, device_only=True)
+            # it on the host after every device copy.
+            buf = self._track(VkBuffer(self._mgr.tensor_t(np.empty(count, np.float32),
+                                                          kp.TensorTypes.storage),
+                                       nbytes, device_only=True))
             if data is not None:
                 self.write(buf, data)
             return buf
@@ -211,7 +261,7 @@ class VulkanDevice(Device):
         if data is not None:
             flat = np.ascontiguousarray(data).view(np.float32).ravel()
             init[: flat.size] = flat
-        buf = VkBuffer(self._mgr.tensor_t(init), nbytes)
+        buf = self._track(VkBuffer(self._mgr.tensor_t(init), nbytes))
         if data is not None:  # a device tensor's initial data sits in its staging buffer until synced
             self._mgr.sequence().eval(kp.OpTensorSyncDevice([buf.tensor]))
         return buf
@@ -237,17 +287,15 @@ class VulkanDevice(Device):
         import kp
         self.finish()
         tensor = buf.tensor
+        # Submissions end without a barrier of their own: make their writes visible here.
+        seq = self._mgr.sequence().record(kp.OpMemoryBarrier(
+            [buf.tensor], _SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW, _COMPUTE | _TRANSFER,
+            _TRANSFER))
         if buf.device_only:
             tensor = self._staging_for(buf)
-            self._mgr.sequence().eval(kp.OpTensorCopy([buf.tensor, tensor]))
-        self._mgr.sequence().eval(kp.OpTensorSyncLocal([tensor]))
+            seq.record(kp.OpTensorCopy([buf.tensor, tensor]))
+        seq.record(kp.OpTensorSyncLocal([tensor])).eval()
         return np.array(tensor.data()[:count], copy=True)
-
-    def kernel(self, program, buffers, groups):
-        push = np.zeros(max(1, len(program.push_names)), np.uint32)
-        algo = self._mgr.algorithm([b.tensor for b in buffers], program.spirv, list(groups),
-                                   np.zeros(0, np.uint32), push)
-        return VkKernel(algo, list(buffers))
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
         return VkSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)

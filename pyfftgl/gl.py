@@ -1,0 +1,294 @@
+"""The render-loop API: 2D FFTs of the caller's ModernGL textures, on the caller's context.
+
+    fft = pyfftgl.gl.TextureFFT(ctx, (height, width))
+    fft.forward(image_tex, spectrum_tex)        # queued; nothing comes back to the host
+    k = fft.spectrum(kernel)                    # a kernel's spectrum, kept on the GPU
+    fft.convolve(image_tex, k, filtered_tex)    # forward, multiply, inverse: one submission
+
+Texel (x, y) is element [y, x] of a C-ordered (height, width, components) float32 array, as
+`texture.write(a.tobytes())` lays it out. rg32f holds one complex field (r + i g), rgba32f two
+(r + i g, b + i a) transformed in the same dispatches, r32f a real field (imaginary parts read as
+zero, real parts written). The passes are the library's one-dispatch-per-axis kernels reading and
+writing image2Ds; between passes the data goes through a plan-owned buffer (`intermediate=
+"buffer"`) or texture ("image").
+
+GL state a call changes: SSBO bindings 0-3, image units 0-1 and the current program; it ends
+with a memory barrier of all bits, so the caller's next draw may sample the results.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from . import _validate, planner
+from .backends.gl import IMAGE_FORMATS, GLDevice, GLImage
+from .plans import Storage, TransformPlan
+
+_FIELDS = {"r32f": 1, "rg32f": 1, "rgba32f": 2}
+_INTERMEDIATES = ("buffer", "image")
+
+
+class Spectrum:
+    """A kernel's 2D spectrum on the GPU (TextureFFT.spectrum): `fields` complex values per
+    element, 1 (applied to every field of an image) or 2 (one per field of an rgba32f image)."""
+
+    def __init__(self, owner: "TextureFFT", buffer, fields: int):
+        self.owner, self.buffer, self.fields = owner, buffer, fields
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.owner.shape + ((2,) if self.fields == 2 else ())
+
+    def get(self) -> np.ndarray:
+        """A host copy: complex64 of shape (height, width), or (height, width, 2) per field."""
+        flat = self.owner.device.read(self.buffer, 2 * self.fields * self.owner.size)
+        return flat.view(np.complex64).reshape(self.shape)
+
+    def __repr__(self):
+        return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"
+
+
+class TextureFFT:
+    """2D FFTs of (height, width) textures on the ModernGL context `ctx` (GL 4.3+), for any size
+    the library plans (mixed radix and Bluestein included). `norm` as numpy's for forward and
+    inverse; spectrum() and convolve() compute numpy's fft2(k) and ifft2(fft2(x) * fft2(k)).
+    Calls return once queued: the host never waits for the GPU here."""
+
+    # Recorded submissions kept, by the textures they bind: a render loop replays them.
+    RECORDED = 8
+
+    def __init__(self, ctx, shape, norm=None, *, intermediate: str = "buffer"):
+        if len(shape) != 2 or any(int(n) != n or n < 1 for n in shape):
+            raise ValueError(f"shape must be (height, width) of positive integers, got {shape!r}")
+        if intermediate not in _INTERMEDIATES:
+            raise ValueError(f"intermediate must be one of {_INTERMEDIATES}, got {intermediate!r}")
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.size = self.shape[0] * self.shape[1]
+        self.norm, self.intermediate = _validate.norm(norm), intermediate
+        self.ctx = ctx
+        self.device = GLDevice.of(ctx)
+        side = self.device.info.limits.max_texture_size
+        if max(self.shape) > side:
+            raise ValueError(f"{self.shape} exceeds this device's largest texture side ({side})")
+        self._plans: dict[tuple, TransformPlan] = {}
+        self._mid: dict[int, object] = {}  # fields -> the buffer between convolve's halves
+        self._recorded: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- plans ------------------------------------------------------------------------------
+
+    def _plan(self, inverse: bool, norm: str, fields: int, src: str | None, dst: str | None,
+              spec_fields: int = 0) -> TransformPlan:
+        """The plan reading an image of format `src` (None: a buffer) and writing `dst`."""
+        mid = self.intermediate == "image" and src is not None and dst is not None
+        key = (inverse, norm, fields, src, dst, spec_fields, mid)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        limits = self.device.info.limits
+        if fields > 1:  # an element is `fields` complex values: plan as if memory were smaller
+            limits = dataclasses.replace(limits, tuned=(),
+                                         max_shared_bytes=limits.max_shared_bytes // fields,
+                                         max_buffer_bytes=limits.max_buffer_bytes // fields)
+        spec = planner.plan_c2c(self.shape, (0, 1), inverse, norm, limits)
+        if spec.chunks != 1:
+            raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
+        images = [(name, fmt) for name, fmt in (("in", src), ("out", dst)) if fmt]
+        sizes = dict(spec.buffers)
+        # A plan-owned texture between the two passes where the one intermediate is the
+        # image's size (a Bluestein or four-step axis keeps buffers).
+        if mid and len(spec.passes) == 2 and sizes.get("w0") == self.size:
+            images.append(("w0", "rgba32f" if fields == 2 else "rg32f"))
+        storage = Storage(fields=fields, images=tuple(images), width=self.shape[1],
+                          spec_fields=spec_fields)
+        plan = self._plans[key] = TransformPlan(spec, self.device, limits, norm, storage=storage)
+        return plan
+
+    def _mid_buffer(self, fields: int):
+        buf = self._mid.get(fields)
+        if buf is None:
+            buf = self._mid[fields] = self.device.buffer(self.size * 8 * fields)
+        return buf
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def _format(self, tex, what: str) -> str:
+        try:
+            key = (tex.components, tex.dtype)
+            size = tuple(tex.size)
+        except AttributeError:
+            raise TypeError(f"{what} must be a moderngl.Texture, not {type(tex).__name__}") from None
+        if key not in IMAGE_FORMATS:
+            raise TypeError(f"{what} must be an r32f, rg32f or rgba32f texture (components 1, 2 "
+                            f"or 4, dtype 'f4'), got {tex.components} x {tex.dtype!r}")
+        if size != self.shape[::-1]:
+            raise ValueError(f"{what} is {size[0]} x {size[1]} texels; this TextureFFT "
+                             f"transforms {self.shape[1]} x {self.shape[0]} (width x height)")
+        return IMAGE_FORMATS[key]
+
+    def _new_texture(self, fmt: str):
+        return self.ctx.texture(self.shape[::-1], {"r32f": 1, "rg32f": 2, "rgba32f": 4}[fmt],
+                                dtype="f4")
+
+    def _pairs(self, src, dst, out_format, real_out: bool):
+        """[(src, dst, src format, dst format)] for one texture or lists; new dst textures of
+        format out_format(src format) where dst is None. `real_out`: an r32f dst may take the
+        real parts of a one-field result."""
+        many = isinstance(src, (list, tuple))
+        srcs = list(src) if many else [src]
+        if dst is None:
+            dsts = [None] * len(srcs)
+        else:
+            dsts = list(dst) if isinstance(dst, (list, tuple)) else [dst]
+            if many != isinstance(dst, (list, tuple)) or len(dsts) != len(srcs):
+                raise ValueError(f"dst must match src: {len(srcs)} texture(s), got {len(dsts)}")
+        pairs = []
+        for i, (s, d) in enumerate(zip(srcs, dsts)):
+            fs = self._format(s, f"src[{i}]" if many else "src")
+            fd = self._format(d, f"dst[{i}]" if many else "dst") if d is not None else None
+            if fd is not None and (_FIELDS[fd] != _FIELDS[fs] or fd == "r32f" and not real_out):
+                raise ValueError(f"cannot write the transform of a {fs} texture into {fd}")
+            pairs.append((s, d, fs, fd))
+        # New textures only once every argument is known good.
+        return [(s, d if d is not None else self._new_texture(out_format(fs)), fs,
+                 fd or out_format(fs)) for s, d, fs, fd in pairs], many
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def _run(self, key, build):
+        """Replay the submission recorded under `key` (built by build() on first use)."""
+        with self._lock:
+            entry = self._recorded.get(key[0])
+            if entry is None or any(a is not b for a, b in zip(entry[0], key[1])):
+                entry = self._recorded[key[0]] = (key[1], self.device.record(build()))
+                while len(self._recorded) > self.RECORDED:
+                    self._recorded.popitem(last=False)
+            self._recorded.move_to_end(key[0])
+            entry[1].run(wait=False)
+
+    def _transform(self, inverse: bool, src, dst):
+        # A real field's spectrum is complex; the inverse may keep real parts (an r32f dst).
+        pairs, many = self._pairs(src, dst, lambda fs: "rg32f" if fs == "r32f" else fs,
+                                  real_out=inverse)
+        objs = tuple(o for s, d, _, _ in pairs for o in (s, d))
+        key = (("t", inverse) + tuple(id(o) for o in objs), objs)
+
+        def build():
+            out = []
+            for s, d, fs, fd in pairs:
+                plan = self._plan(inverse, self.norm, _FIELDS[fs], fs, fd)
+                out += [x for ds in plan.dispatches({"in": GLImage(s), "out": GLImage(d)})
+                        for x in ds]
+            return out
+        self._run(key, build)
+        dsts = [d for _, d, _, _ in pairs]
+        return dsts if many else dsts[0]
+
+    def forward(self, src, dst=None):
+        """fft2 of every field of `src` (a texture or a list of them) into `dst` (default: new
+        textures of src's format; rg32f for r32f; `dst is src` works). Returns dst."""
+        return self._transform(False, src, dst)
+
+    def inverse(self, src, dst=None):
+        """ifft2 of every field of `src` into `dst` (default: new textures of src's format; an
+        r32f dst keeps the real part). Returns dst."""
+        return self._transform(True, src, dst)
+
+    def spectrum(self, kernel, *, frequency: bool = False) -> Spectrum:
+        """numpy's fft2 of `kernel`, kept on the GPU for convolve(). `kernel`: a (height, width)
+        real or complex array (one spectrum for every field), (height, width, 2) complex or
+        (height, width, 4) float RGBA (one per field), or a texture (its fields). The kernel's
+        origin is element [0, 0] (np.fft.ifftshift a centred one). frequency=True: `kernel`
+        already is the spectrum, (height, width) or (height, width, 2), uploaded as is."""
+        if hasattr(kernel, "components") and hasattr(kernel, "size"):
+            if frequency:
+                raise TypeError("frequency=True takes a numpy array, not a texture")
+            return self._spectrum_of_texture(kernel)
+        a = np.asarray(kernel)
+        if a.dtype.kind not in "biufc":
+            raise TypeError(f"kernel must be numeric, not {a.dtype}")
+        h, w = self.shape
+        if a.shape == (h, w):
+            field = np.asarray(a, np.complex64)
+        elif a.shape == (h, w, 2) and (frequency or a.dtype.kind == "c"):
+            field = np.asarray(a, np.complex64)
+        elif a.shape == (h, w, 4) and not frequency and a.dtype.kind != "c":
+            f = np.asarray(a, np.float32)
+            field = (f[..., 0::2] + 1j * f[..., 1::2]).astype(np.complex64)
+        else:
+            raise ValueError(f"kernel must have shape {(h, w)}, {(h, w, 2)} (complex) or "
+                             f"{(h, w, 4)} (RGBA), got {a.shape}")
+        fields = 2 if field.ndim == 3 else 1
+        data = np.ascontiguousarray(field).view(np.float32)
+        if frequency:
+            return Spectrum(self, self.device.buffer(data.nbytes, data.ravel()), fields)
+        tex = self._new_texture("rgba32f" if fields == 2 else "rg32f")
+        tex.write(data.tobytes())
+        try:
+            return self._spectrum_of_texture(tex)
+        finally:
+            self.device.finish()  # the upload texture is released with its last use done
+            tex.release()
+
+    def _spectrum_of_texture(self, tex) -> Spectrum:
+        fmt = self._format(tex, "kernel")
+        fields = _FIELDS[fmt]
+        buf = self.device.buffer(self.size * 8 * fields)
+        plan = self._plan(False, "backward", fields, fmt, None)
+        self.device.record([d for ds in plan.dispatches({"in": GLImage(tex), "out": buf})
+                            for d in ds]).run(wait=False)
+        return Spectrum(self, buf, fields)
+
+    def convolve(self, src, spectrum: Spectrum, dst=None):
+        """numpy's ifft2(fft2(src) * spectrum) for every field of `src` (a texture or a list),
+        into `dst` (default: new textures of src's format; `dst is src` works), in one
+        submission with the multiply fused into the forward transform's last pass. Returns dst."""
+        if not isinstance(spectrum, Spectrum) or spectrum.owner is not self:
+            raise TypeError("spectrum must come from this TextureFFT's spectrum()")
+        pairs, many = self._pairs(src, dst, lambda fs: fs, real_out=True)
+        for s, d, fs, fd in pairs:
+            if spectrum.fields > _FIELDS[fs]:
+                raise ValueError(f"a spectrum of {spectrum.fields} fields cannot filter a "
+                                 f"{fs} texture of {_FIELDS[fs]}")
+        objs = tuple(o for s, d, _, _ in pairs for o in (s, d)) + (spectrum,)
+        key = (("c",) + tuple(id(o) for o in objs), objs)
+
+        def build():
+            out = []
+            for s, d, fs, fd in pairs:
+                fields = _FIELDS[fs]
+                mid = self._mid_buffer(fields)
+                fwd = self._plan(False, "backward", fields, fs, None, spectrum.fields)
+                inv = self._plan(True, "backward", fields, None, fd)
+                out += [x for ds in fwd.dispatches({"in": GLImage(s), "out": mid,
+                                                    "spec": spectrum.buffer}) for x in ds]
+                out += [x for ds in inv.dispatches({"in": mid, "out": GLImage(d)}) for x in ds]
+            return out
+        self._run(key, build)
+        dsts = [d for _, d, _, _ in pairs]
+        return dsts if many else dsts[0]
+
+    def plans(self) -> list[TransformPlan]:
+        """The plans made so far (their repr shows passes, storage and intermediates)."""
+        return list(self._plans.values())
+
+    def __repr__(self):
+        return (f"<TextureFFT {self.shape[0]} x {self.shape[1]} norm={self.norm} "
+                f"intermediate={self.intermediate} on {self.device.info.name}, "
+                f"{len(self._plans)} plan(s)>")
+
+    def close(self):
+        """Release the plans' GL objects (after the GPU is done with them)."""
+        self.device.finish()
+        self._recorded.clear()
+        self._plans.clear()
+        self._mid.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

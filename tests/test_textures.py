@@ -1,0 +1,178 @@
+"""pyfftgl.gl.TextureFFT on real GL textures (llvmpipe in CI), against numpy in float64."""
+import numpy as np
+import pytest
+
+import pyfftgl.gl
+from pyfftgl.backends import get_device
+
+from conftest import assert_accurate
+
+COMPONENTS = {"r32f": 1, "rg32f": 2, "rgba32f": 4}
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    # The library's own headless context: a second context made current in this process would
+    # take GL calls away from the GL backend's objects in the tests that follow.
+    dev = get_device("gl")
+    assert dev.ctx.error == "GL_NO_ERROR"
+    yield dev.ctx
+    assert dev.ctx.error == "GL_NO_ERROR"
+
+
+def texture(ctx, a):
+    a = np.ascontiguousarray(a, np.float32)
+    t = ctx.texture((a.shape[1], a.shape[0]), a.shape[2], dtype="f4")
+    t.write(a.tobytes())
+    return t
+
+
+def read(t):
+    return np.frombuffer(t.read(), np.float32).reshape(t.size[1], t.size[0], t.components)
+
+
+def fields(a):
+    """The complex fields of an (h, w, c) texel array: c = 1 real, 2 one field, 4 two."""
+    a = a.astype(np.float64)
+    if a.shape[2] == 1:
+        return [a[..., 0] + 0j]
+    return [a[..., 2 * f] + 1j * a[..., 2 * f + 1] for f in range(a.shape[2] // 2)]
+
+
+def random_texels(shape, fmt, seed):
+    h, w = shape
+    return np.random.default_rng(seed).standard_normal((h, w, COMPONENTS[fmt])).astype(np.float32)
+
+
+# Powers of two, mixed radix, a prime (Bluestein) axis and an odd shape.
+SHAPES = [(64, 64), (48, 80), (17, 32), (30, 45)]
+
+
+@pytest.mark.parametrize("intermediate", ["buffer", "image"])
+@pytest.mark.parametrize("fmt", ["rg32f", "rgba32f"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_forward_and_inverse_match_numpy(ctx, shape, fmt, intermediate):
+    fft = pyfftgl.gl.TextureFFT(ctx, shape, intermediate=intermediate)
+    a = random_texels(shape, fmt, seed=sum(shape))
+    src = texture(ctx, a)
+    spec = fft.forward(src)
+    assert spec.components == src.components and spec.size == src.size
+    for got, x in zip(fields(read(spec)), fields(a)):
+        assert_accurate(got, np.fft.fft2(x), shape[0] * shape[1], factor=2.0)
+    assert np.array_equal(read(src), a)  # out of place: the input is left as it was
+    back = fft.inverse(spec, spec)  # in place
+    assert back is spec
+    for got, x in zip(fields(read(back)), fields(a)):
+        assert_accurate(got, x, shape[0] * shape[1], factor=3.0)
+
+
+@pytest.mark.parametrize("norm", ["ortho", "forward"])
+def test_norms(ctx, norm):
+    shape = (32, 24)
+    fft = pyfftgl.gl.TextureFFT(ctx, shape, norm=norm)
+    a = random_texels(shape, "rg32f", seed=3)
+    (x,) = fields(a)
+    (got,) = fields(read(fft.forward(texture(ctx, a))))
+    assert_accurate(got, np.fft.fft2(x, norm=norm), x.size)
+    (got,) = fields(read(fft.inverse(texture(ctx, a))))
+    assert_accurate(got, np.fft.ifft2(x, norm=norm), x.size)
+
+
+def test_real_textures(ctx):
+    shape = (40, 64)
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    a = random_texels(shape, "r32f", seed=4)
+    spec = fft.forward(texture(ctx, a))
+    assert spec.components == 2  # a real field's spectrum is complex: rg32f
+    (got,) = fields(read(spec))
+    assert_accurate(got, np.fft.fft2(a[..., 0].astype(np.float64)), a.size)
+    real = ctx.texture(spec.size, 1, dtype="f4")
+    assert fft.inverse(spec, real) is real  # an r32f dst keeps the real parts
+    assert_accurate(read(real)[..., 0], a[..., 0], a.size, factor=3.0)
+
+
+def test_several_textures_in_one_call(ctx):
+    shape = (32, 48)
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    arrays = [random_texels(shape, fmt, seed=i) for i, fmt in
+              enumerate(["rg32f", "rgba32f", "r32f"])]
+    srcs = [texture(ctx, a) for a in arrays]
+    outs = fft.forward(srcs)
+    assert isinstance(outs, list) and len(outs) == 3
+    for a, out in zip(arrays, outs):
+        for got, x in zip(fields(read(out)), fields(a)):
+            assert_accurate(got, np.fft.fft2(x), x.size)
+    dsts = [ctx.texture(t.size, t.components, dtype="f4") for t in outs]
+    assert fft.inverse(outs, dsts) == dsts
+    for a, out in zip(arrays, dsts):
+        for got, x in zip(fields(read(out)), fields(a)):
+            assert_accurate(got, x, x.size, factor=3.0)
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (30, 45)])
+def test_convolve_is_numpys_circular_convolution(ctx, shape):
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    rng = np.random.default_rng(7)
+    image = rng.random(shape + (4,)).astype(np.float32)  # a real RGBA image in [0, 1)
+    kernel = rng.random(shape).astype(np.float32)
+    kernel /= kernel.sum()
+    src = texture(ctx, image)
+    out = fft.convolve(src, fft.spectrum(kernel))
+    got = read(out)
+    k = np.fft.fft2(kernel.astype(np.float64))
+    for c in range(4):  # two complex fields of a real kernel: the channels do not mix
+        ref = np.fft.ifft2(np.fft.fft2(image[..., c].astype(np.float64)) * k).real
+        assert_accurate(got[..., c], ref, kernel.size, factor=2.0)
+    # In place, and the spectrum reused for the next frame.
+    assert fft.convolve(src, fft.spectrum(kernel), src) is src
+    assert np.allclose(read(src), got, atol=1e-6)
+
+
+def test_convolve_per_field_and_frequency_spectra(ctx):
+    shape = (32, 32)
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    rng = np.random.default_rng(8)
+    a = random_texels(shape, "rgba32f", seed=9)
+    two = (rng.standard_normal(shape + (2,)) + 1j * rng.standard_normal(shape + (2,))
+           ).astype(np.complex64)
+    mask = (rng.random(shape) > 0.5).astype(np.float32)  # a spectrum given as is
+    for spectrum, per_field in [(fft.spectrum(two), [np.fft.fft2(two[..., 0]),
+                                                     np.fft.fft2(two[..., 1])]),
+                                (fft.spectrum(mask, frequency=True), [mask, mask])]:
+        got = fields(read(fft.convolve(texture(ctx, a), spectrum)))
+        for g, x, s in zip(got, fields(a), per_field):
+            assert_accurate(g, np.fft.ifft2(np.fft.fft2(x) * s), x.size, factor=2.0)
+    assert np.allclose(fft.spectrum(two).get(), np.fft.fft2(two, axes=(0, 1)), rtol=0,
+                       atol=1e-5 * np.abs(np.fft.fft2(two, axes=(0, 1))).max())
+
+
+def test_bad_arguments_raise_before_any_work(ctx):
+    fft = pyfftgl.gl.TextureFFT(ctx, (16, 32))
+    good = ctx.texture((32, 16), 2, dtype="f4")
+    with pytest.raises(ValueError, match="32 x 16"):
+        fft.forward(ctx.texture((16, 16), 2, dtype="f4"))
+    with pytest.raises(TypeError, match="r32f, rg32f or rgba32f"):
+        fft.forward(ctx.texture((32, 16), 3, dtype="f4"))
+    with pytest.raises(TypeError, match="r32f, rg32f or rgba32f"):
+        fft.forward(ctx.texture((32, 16), 4, dtype="f2"))
+    with pytest.raises(TypeError, match="moderngl.Texture"):
+        fft.forward(np.zeros((16, 32, 2), np.float32))
+    with pytest.raises(ValueError, match="into r32f"):
+        fft.forward(good, ctx.texture((32, 16), 1, dtype="f4"))
+    with pytest.raises(ValueError, match="into rgba32f"):
+        fft.inverse(good, ctx.texture((32, 16), 4, dtype="f4"))
+    with pytest.raises(ValueError, match="dst must match src"):
+        fft.forward([good, good], [good])
+    with pytest.raises(ValueError, match="kernel must have shape"):
+        fft.spectrum(np.zeros((16, 16)))
+    assert fft.plans() == []  # nothing was planned or dispatched
+    with pytest.raises(TypeError, match="from this TextureFFT"):
+        pyfftgl.gl.TextureFFT(ctx, (16, 32)).convolve(good, fft.spectrum(np.zeros((16, 32))))
+    with pytest.raises(ValueError, match="2 fields"):
+        fft.convolve(good, fft.spectrum(np.zeros((16, 32, 2), np.complex64)))
+    with pytest.raises(ValueError, match="positive integers"):
+        pyfftgl.gl.TextureFFT(ctx, (0, 32))
+    with pytest.raises(ValueError, match="Invalid norm value"):
+        pyfftgl.gl.TextureFFT(ctx, (16, 32), norm="bogus")
+    with pytest.raises(ValueError, match="intermediate"):
+        pyfftgl.gl.TextureFFT(ctx, (16, 32), intermediate="texture")
