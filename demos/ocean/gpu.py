@@ -32,7 +32,7 @@ def shader_source(name: str) -> str:
 class OceanGPU:
     """Per cascade: h0 and w(k) textures (static), two field textures, one foam texture."""
 
-    def __init__(self, ctx: moderngl.Context, ocean: Ocean, foam_decay=0.3, foam_bias=0.82, foam_gain=20.0,
+    def __init__(self, ctx: moderngl.Context, ocean: Ocean, foam_decay=0.3, foam_bias=0.84, foam_gain=12.0,
                  anisotropy=8.0):
         self.ctx = ctx
         self.anisotropy = anisotropy

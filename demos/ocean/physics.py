@@ -42,7 +42,7 @@ class OceanParams:
     fetch: float = 120e3               # metres of open water upwind (JONSWAP)
     depth: float = 200.0               # metres (dispersion and TMA)
     swell: float = 0.25                # Horvath's swell 0..1: narrows the spreading at low frequency
-    choppiness: float = 1.0            # horizontal displacement scale
+    choppiness: float = 1.3            # horizontal displacement scale
     size: int = 256                    # N: FFT size of every cascade
     patch_sizes: tuple = (400.0, 71.0, 13.0, 2.7)  # L per cascade, metres, largest first
     seed: int = 1

@@ -146,7 +146,7 @@ class OceanRenderer:
         self._set(p, "min_spacing", self.min_spacing)
         self._set(p, "fade_far", pad([min(f, 1e9) for f in fade_distances(patches)], 1e9))
         self._set(p, "slope_variance", pad(sim.slope_variances(), 0.0))
-        self._set(p, "foam_weight", pad([1.0, 0.8, 0.5, 0.3][:len(patches)], 0.0))
+        self._set(p, "foam_weight", pad([0.8, 0.8, 0.6, 0.4][:len(patches)], 0.0))
         self._set(p, "wave_sigma", max(sim.ocean.significant_wave_height() / 4.0, 1e-3))
         self._set(p, "sun_dir", tuple(self.sun_dir))
 

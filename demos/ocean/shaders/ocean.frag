@@ -42,7 +42,7 @@ void main() {
     // Normal of the displaced surface: cross(dP/dz, dP/dx), dP/dx = (1 + Dxx, sx, Dxz), dP/dz = (Dxz, sz, 1 + Dzz).
     float jac = (1.0 + dxx) * (1.0 + dzz) - dxz * dxz;
     vec3 n = normalize(vec3(s.y * dxz - (1.0 + dzz) * s.x, max(jac, 0.05), dxz * s.x - s.y * (1.0 + dxx)));
-    foam = smoothstep(0.05, 1.0, foam);
+    foam = smoothstep(0.3, 0.9, foam);   // crisp edges: whitecaps, not haze
 
     vec3 v = normalize(cam_pos - v_world);
     vec3 l = sun_dir;
