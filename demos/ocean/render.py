@@ -113,22 +113,27 @@ def grid_spokes(width):
 class OceanRenderer:
     """Draws into whatever framebuffer is bound; owns no simulation state besides GL objects."""
 
-    def __init__(self, ctx: moderngl.Context, sim: OceanGPU, sun_dir=(0.55, 0.22, 0.25), spokes=512):
+    def __init__(self, ctx: moderngl.Context, sim: OceanGPU, sun_dir=(0.55, 0.22, 0.25),
+                 spokes=512):
         self.ctx = ctx
         self.sim = sim
         sun = np.asarray(sun_dir, np.float64)
         self.sun_dir = sun / np.linalg.norm(sun)
-        self.sky_prog = ctx.program(vertex_shader=shader_source("sky.vert"), fragment_shader=shader_source("sky.frag"))
+        self.sky_prog = ctx.program(vertex_shader=shader_source("sky.vert"),
+                                    fragment_shader=shader_source("sky.frag"))
         self.sky_vao = ctx.vertex_array(self.sky_prog, [])
         self.ocean_prog = ctx.program(vertex_shader=shader_source("ocean.vert"),
                                       fragment_shader=shader_source("ocean.frag"))
         verts, tris, self.angular_step, self.min_spacing = polar_grid(spokes)
         self.grid_vbo = ctx.buffer(verts.tobytes())
         self.grid_ibo = ctx.buffer(tris.tobytes())
-        self.grid_vao = ctx.vertex_array(self.ocean_prog, [(self.grid_vbo, "2f", "in_pos")], self.grid_ibo)
-        self.buoy_prog = ctx.program(vertex_shader=shader_source("buoy.vert"), fragment_shader=shader_source("buoy.frag"))
+        self.grid_vao = ctx.vertex_array(self.ocean_prog, [(self.grid_vbo, "2f", "in_pos")],
+                                         self.grid_ibo)
+        self.buoy_prog = ctx.program(vertex_shader=shader_source("buoy.vert"),
+                                     fragment_shader=shader_source("buoy.frag"))
         self.buoy_vbo = ctx.buffer(buoy_mesh().tobytes())
-        self.buoy_vao = ctx.vertex_array(self.buoy_prog, [(self.buoy_vbo, "3f 3f", "in_pos", "in_normal")])
+        self.buoy_vao = ctx.vertex_array(self.buoy_prog,
+                                         [(self.buoy_vbo, "3f 3f", "in_pos", "in_normal")])
         self.wireframe = False
 
     def _set(self, prog, name, value):
@@ -145,7 +150,7 @@ class OceanRenderer:
         self._set(p, "angular_step", self.angular_step)
         self._set(p, "min_spacing", self.min_spacing)
         self._set(p, "fade_far", pad([min(f, 1e9) for f in fade_distances(patches)], 1e9))
-        self._set(p, "slope_variance", pad(sim.slope_variances(), 0.0))
+        self._set(p, "slope_variance", pad(sim.ocean.slope_variances, 0.0))
         self._set(p, "foam_weight", pad([0.8, 0.8, 0.6, 0.4][:len(patches)], 0.0))
         self._set(p, "wave_sigma", max(sim.ocean.significant_wave_height() / 4.0, 1e-3))
         self._set(p, "sun_dir", tuple(self.sun_dir))
@@ -193,6 +198,6 @@ class OceanRenderer:
             self.buoy_vao.render(moderngl.TRIANGLES)
 
     def release(self):
-        for o in (self.sky_vao, self.sky_prog, self.grid_vao, self.grid_vbo, self.grid_ibo, self.ocean_prog,
-                  self.buoy_vao, self.buoy_vbo, self.buoy_prog):
+        for o in (self.sky_vao, self.sky_prog, self.grid_vao, self.grid_vbo, self.grid_ibo,
+                  self.ocean_prog, self.buoy_vao, self.buoy_vbo, self.buoy_prog):
             o.release()

@@ -39,16 +39,18 @@ void main() {
         foam += w * foam_weight[c] * texture(foam_tex[c], uv).r;
         lost += (1.0 - w) * slope_variance[c];
     }
-    // Normal of the displaced surface: cross(dP/dz, dP/dx), dP/dx = (1 + Dxx, sx, Dxz), dP/dz = (Dxz, sz, 1 + Dzz).
+    // Normal of the displaced surface: cross(dP/dz, dP/dx), dP/dx = (1 + Dxx, sx, Dxz),
+    // dP/dz = (Dxz, sz, 1 + Dzz).
     float jac = (1.0 + dxx) * (1.0 + dzz) - dxz * dxz;
-    vec3 n = normalize(vec3(s.y * dxz - (1.0 + dzz) * s.x, max(jac, 0.05), dxz * s.x - s.y * (1.0 + dxx)));
+    vec3 n = normalize(vec3(s.y * dxz - (1.0 + dzz) * s.x, max(jac, 0.05),
+                            dxz * s.x - s.y * (1.0 + dxx)));
     foam = smoothstep(0.3, 0.9, foam);   // crisp edges: whitecaps, not haze
 
     vec3 v = normalize(cam_pos - v_world);
     vec3 l = sun_dir;
     float ndv = max(dot(n, v), 1e-3);
     float ndl = max(dot(n, l), 0.0);
-    // Roughness: calm water, plus the slopes the faded cascades and the mip chain no longer show, plus foam.
+    // Roughness: calm water, the slopes that faded cascades and mip levels no longer show, foam.
     float alpha2 = 0.0025 + 0.5 * lost + 4e-7 * dist + 0.3 * foam;
     float alpha = sqrt(alpha2);
 
@@ -72,7 +74,8 @@ void main() {
     vec3 spec = SUN_COLOR * 6.0 * ggx * fs * ndl / (4.0 * ndv + 1e-3);
 
     vec3 col = mix(body, reflection, fresnel) + spec * (1.0 - foam);
-    vec3 foam_col = vec3(0.85, 0.9, 0.92) * (0.35 + 0.65 * ndl) * (0.5 + 0.5 * sky_color(vec3(0, 1, 0), false));
+    vec3 foam_col = vec3(0.85, 0.9, 0.92) * (0.35 + 0.65 * ndl)
+                  * (0.5 + 0.5 * sky_color(vec3(0, 1, 0), false));
     col = mix(col, foam_col, foam);
 
     // Aerial perspective towards the horizon haze.

@@ -1,4 +1,4 @@
-// Shared by the sky, the water and the buoy: one procedural sky, one tone map (linear in, sRGB out).
+// Shared by the sky, the water and the buoy: one procedural sky, one tone map (linear -> sRGB).
 uniform vec3 sun_dir;      // unit vector towards the sun
 
 const vec3 SUN_COLOR = vec3(1.0, 0.86, 0.68);
