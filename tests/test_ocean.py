@@ -257,6 +257,21 @@ def test_gpu_fields_match_reference(ctx, size):
     sim.release()
 
 
+def test_gpu_height_field_is_real(ctx):
+    """The model's h(k, t) alone (no packing) through the GPU inverse FFT gives a real field."""
+    params = OceanParams(size=256, patch_sizes=(300.0,))
+    sim = _gpu(ctx, params)
+    h_spec = physics.spectra(sim.ocean.cascades[0], 3.0, 1.0)["h"]
+    data = np.stack([h_spec.real, h_spec.imag], -1).astype(np.float32)
+    tex = ctx.texture((256, 256), 2, data.tobytes(), dtype="f4")
+    sim.fft.inverse(tex, tex)
+    out = np.frombuffer(tex.read(), np.float32).reshape(256, 256, 2)
+    assert np.abs(out[..., 1]).max() < 1e-5 * np.abs(out[..., 0]).max()
+    assert np.abs(out[..., 0]).max() > 0.1
+    tex.release()
+    sim.release()
+
+
 def test_gpu_repeats_at_repeat_time(ctx):
     params = OceanParams(size=64, patch_sizes=(200.0,), repeat_time=20.0)
     from demos.ocean.gpu import OceanGPU
