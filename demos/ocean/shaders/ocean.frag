@@ -22,7 +22,7 @@ const vec3 DEEP = vec3(0.004, 0.018, 0.040);
 const vec3 SCATTER = vec3(0.020, 0.120, 0.120);
 
 void main() {
-    if (wireframe) { frag = vec4(0.85, 0.95, 1.0, 1.0); return; }
+    if (wireframe) { frag = vec4(0.05, 0.2, 0.35, 1.0); return; }   // dark lines over the sky
     float dist = length(v_world - cam_pos);
     vec2 s = vec2(0.0);
     float dxx = 0.0, dzz = 0.0, dxz = 0.0, foam = 0.0, lost = 0.0;
@@ -62,7 +62,7 @@ void main() {
     // Subsurface: light through the thin crests facing away from the sun (Atlas-style terms).
     float crest = clamp(v_height / (2.0 * wave_sigma) + 0.5, 0.0, 2.0);
     float back = pow(max(dot(v, -l), 0.0), 4.0) * pow(0.5 - 0.5 * dot(l, n), 3.0);
-    vec3 body = DEEP * (0.4 + 0.6 * max(l.y, 0.0)) + SCATTER * (0.25 * crest + 2.5 * back * crest)
+    vec3 body = DEEP * (0.4 + 0.6 * max(l.y, 0.0)) + SCATTER * (0.12 * crest + 2.5 * back * crest)
               + SCATTER * 0.15 * pow(max(dot(v, n), 0.0), 2.0) * max(l.y, 0.0);
 
     // Sun: GGX distribution with Schlick's Fresnel.
