@@ -113,29 +113,14 @@ def _tune_key(text: str):
 def _positive(text: str) -> int:
     n = int(text)
     if n < 1:
-        raise argparse.ArgumentTypeError(f"a length must be at least 1, not {n}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
     return n
 
 
 def cmd_bench(args) -> int:
-    """The benchmark sweep (pyfftgl/bench.py)."""
-    from pathlib import Path
-
-    from . import bench
-    if args.tune is not None:
-        sizes = tuple(args.tune) or bench.TUNE_SIZES + bench.TUNE_TILED
-        found = bench.tune(sizes, backends=args.backends,
-                           elements=args.elements or (2**20 if args.quick else 2**24),
-                           save=not args.no_write)
-        return 0 if found else 2
-    elements = args.elements or (2**20 if args.quick else 2**26)
-    cases = bench.default_cases(elements, args.quick)
-    if args.only is not None:  # `--only` alone: none of the sweep's groups (with --lengths)
-        cases = [c for c in cases if c.group in args.only]
-    cases += [bench.batched_case(n, elements) for n in args.lengths]
-    records = bench.run(cases, backends=args.backends, reps=args.repeat, cpu=not args.no_cpu,
-                        out_dir=None if args.no_write else Path(args.out), per_pass=args.passes)
-    return 0 if records else 2
+    """The benchmark (pyfftgl/bench/), imported only for this command."""
+    from .bench import cli
+    return cli(args)
 
 
 def main(argv=None) -> int:
@@ -163,6 +148,12 @@ def main(argv=None) -> int:
                    help="batched 1D lengths to time as well, over --elements (e.g. 8192 262144)")
     b.add_argument("--passes", action="store_true",
                    help="also time each pass alone (pass_ms in the records)")
+    b.add_argument("--loop", action="store_true",
+                   help="only the loop cases (fft2/rfft2, 3 images' rows, batched 4096), each also "
+                        "timed as back-to-back device-resident calls ended by one finish, against "
+                        "torch.fft's same loop (a full run loops these cases too)")
+    b.add_argument("--loop-calls", type=_positive, default=200, metavar="K",
+                   help="at least K calls per loop, more where K take under 50 ms (default 200)")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)

@@ -125,7 +125,7 @@ def test_tune_keeps_each_shapes_best_of_two_rounds(tmp_path, monkeypatch):
         if calls[-1] == calls[0]:
             return 10.0 if len(calls) == 1 else 1.0
         return 2.0
-    monkeypatch.setattr(bench, "_timed", timed)
+    monkeypatch.setattr(bench.timing, "timed", timed)
     found = bench.tune((32,), backends=("vulkan",), elements=1 << 12, reps=1,
                        echo=lambda *a: None)
     e = found["vulkan"][32]
@@ -143,7 +143,7 @@ def test_tune_times_strided_passes_apart(tmp_path, monkeypatch):
     # 128 * 128 does not fit one workgroup's shared memory (lavapipe 32 KB, NVIDIA 48 KB): it
     # runs as two strided length-128 passes
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(bench, "TILED_GAIN", 10.0)  # keep the best even if it wins by < 5%
+    monkeypatch.setattr(bench.tuner, "TILED_GAIN", 10.0)  # keep the best even if it wins by < 5%
     key = planner.tiled_key(128)
     found = bench.tune((key,), backends=("vulkan",), elements=1 << 15, reps=1,
                        echo=lambda *a: None)
@@ -164,7 +164,7 @@ def test_tune_times_strided_passes_of_a_one_pass_square_on_2d_columns(tmp_path, 
     # 64 * 64 is one pass here, so tiled:64 is timed on the two column passes of a 4096 x 16
     # fft2 (each candidate checked against numpy first), and the planner follows the winner there
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(bench, "TILED_GAIN", 10.0)
+    monkeypatch.setattr(bench.tuner, "TILED_GAIN", 10.0)
     key = planner.tiled_key(64)
     dev = get_device("vulkan")
     assert len(planner.plan_fft(4096, 1, False, "backward", dev.info.limits).passes) == 1

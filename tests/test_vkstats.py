@@ -6,7 +6,8 @@ Vulkan loader or driver is an error here as in the other tests.
 import pytest
 
 from pyfftgl import planner
-from pyfftgl.backends import _vkinfo, _vkstats
+from pyfftgl.backends import _vkinfo
+from pyfftgl.bench import vkstats as _vkstats
 from pyfftgl.backends.base import Limits
 
 

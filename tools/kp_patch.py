@@ -3,7 +3,7 @@
 1. One VkFence per Sequence instead of one per submission. kp's Sequence::evalAsync creates a
    fence for every submission and evalAwait destroys it. On NVIDIA's driver (580.159, H200)
    creating and destroying a fence costs ~0.7 ms, which was the whole of kp's ~0.6 ms per eval
-   (pyfftgl/backends/_vkfloor.py measures an empty submission at 27 us with a reused fence and
+   (pyfftgl/bench/vkfloor.py measures an empty submission at 27 us with a reused fence and
    704 us with a fresh one). The fence is now created on first use, reset after a successful
    wait, and destroyed with the Sequence.
 2. The Python binding of Sequence.eval_async() (no arguments) called eval(), which waits for the

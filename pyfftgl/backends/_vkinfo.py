@@ -243,6 +243,30 @@ def enumerate_devices(handle, proc) -> list:
     return list(handles)
 
 
+class _QueueFamilyProperties(Structure):
+    _fields_ = [("queueFlags", c_uint32), ("queueCount", c_uint32),
+                ("timestampValidBits", c_uint32), ("granularity", c_uint32 * 3)]
+
+
+_QUEUE_GRAPHICS, _QUEUE_COMPUTE = 0x1, 0x2
+
+
+def _compute_family(proc, phys) -> int:
+    """The queue family to dispatch on: a compute-only family with timestamps where there is one
+    (NVIDIA's graphics family leaves the GPU idle longer between submissions), else the first
+    family that computes."""
+    get = proc(b"vkGetPhysicalDeviceQueueFamilyProperties", None,
+               c_void_p, POINTER(c_uint32), POINTER(_QueueFamilyProperties))
+    count = c_uint32(0)
+    get(phys, byref(count), None)
+    fams = (_QueueFamilyProperties * count.value)()
+    get(phys, byref(count), fams)
+    computes = [i for i, f in enumerate(fams) if f.queueFlags & _QUEUE_COMPUTE]
+    only = [i for i in computes if not fams[i].queueFlags & _QUEUE_GRAPHICS
+            and fams[i].timestampValidBits]
+    return (only or computes or [0])[0]
+
+
 def physical_devices() -> list[dict]:
     """Describe every Vulkan physical device; [] when no driver/instance is available."""
     with instance(_load()) as (handle, proc):
@@ -272,5 +296,6 @@ def physical_devices() -> list[dict]:
                 "max_image_dimension_2d": lim.maxImageDimension2D,
                 "timestamp_period": float(lim.timestampPeriod),
                 "timestamp_compute_and_graphics": bool(lim.timestampComputeAndGraphics),
+                "compute_family": _compute_family(proc, phys),
             })
         return out

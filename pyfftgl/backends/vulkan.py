@@ -191,7 +191,7 @@ class VulkanDevice(Device):
                 "no Vulkan driver found (no physical device): install a GPU driver with Vulkan "
                 "support, or Mesa's lavapipe (Debian: mesa-vulkan-drivers)")
         props = _choose(devices)
-        self._mgr = kp.Manager(props["index"])
+        self._mgr = kp.Manager(props["index"], [props["compute_family"]])
         self._timestamp_period = props["timestamp_period"]
         self.info = DeviceInfo(
             api="vulkan",

@@ -5,8 +5,8 @@ Which statistics exist and what they are called is the driver's choice. The pipe
 VkDevice of our own that enables this extension and its feature and nothing else: Kompute's device
 enables no optional features either, and one such as robustBufferAccess would change the code.
 
-    python -m pyfftgl.backends._vkstats kernel.spv ...   # SPIR-V files
-    python -m pyfftgl.backends._vkstats 1024 4096        # each pass planned for these FFT sizes
+    python -m pyfftgl.bench.vkstats kernel.spv ...   # SPIR-V files
+    python -m pyfftgl.bench.vkstats 1024 4096        # each pass planned for these FFT sizes
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ctypes import POINTER, Structure, Union, byref, c_char, c_char_p, c_double,
 from ctypes import c_int64, c_size_t, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 
-from . import _vkinfo
+from ..backends import _vkinfo
 
 EXTENSION = b"VK_KHR_pipeline_executable_properties"
 _HEAD = [("sType", c_int32), ("pNext", c_void_p)]
@@ -197,7 +197,7 @@ def kernel_statistics(defines: dict, kernel: str = "stockham.comp", device_index
 
 
 def _main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m pyfftgl.backends._vkstats", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m pyfftgl.bench.vkstats", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("kernels", nargs="+", help="SPIR-V files (24 push-constant bytes, 3 buffers), "
                     "or FFT lengths N: each pass pyfftgl plans for a batched complex transform")
@@ -209,7 +209,7 @@ def _main(argv=None) -> None:
             _show(k, pipeline_statistics(Path(k).read_bytes(), device_index=args.device))
             continue
         from .. import planner
-        from . import get_device  # planned as pyfftgl plans: its Vulkan device's limits and wisdom
+        from ..backends import get_device  # planned with its Vulkan device's limits and wisdom
         spec = planner.plan_fft(int(k), args.batch, False, "backward", get_device("vulkan").info.limits)
         for i, p in enumerate(spec.passes):
             d = p.defines({t: 0 for t in p.tables()})  # table offsets only change constants

@@ -12,7 +12,7 @@ import statistics
 import time
 from ctypes import POINTER, Structure, byref, c_int32, c_uint32, c_uint64, c_void_p
 
-from . import _vkinfo
+from ..backends import _vkinfo
 
 
 class _QueueFamily(Structure):

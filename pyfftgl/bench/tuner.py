@@ -1,0 +1,121 @@
+"""`python -m pyfftgl bench --tune`: time every kernel shape the planner may take for a length,
+check each against numpy, and keep the fastest in the device's wisdom file."""
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+
+from .. import planner, wisdom
+from ..backends import BACKENDS, available
+from .sweep import progress
+from . import timing
+from .timing import random_fill
+
+TUNE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 1000, 1536, 2187, 2401, 3125)
+# Lengths whose strided passes are tuned apart (wisdom keys "tiled:n"), each timed on the two
+# passes of the four-step transform of length n * n where it splits n x n (see tune).
+TUNE_TILED = tuple(planner.tiled_key(n) for n in (128, 256, 512, 1024, 2048))
+# A tiled entry is kept only if it beats the shape the planner took before by 5%: it also steers
+# the strided axes done in one pass (2D, 3D), whose wider tiles it was not timed on: a small
+# win on the four-step passes has made those slower (docs/performance-log-bench.md).
+TILED_GAIN = 0.95
+
+
+def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 24,
+         reps: int = 3, echo=print, save: bool = True) -> dict:
+    """Time every planner.shape_candidates() shape of length n on each backend, check it against
+    numpy, and keep the fastest in the device's wisdom file. A size n is timed on a batched
+    length-n C2C (contiguous lines); planner.tiled_key(n) on the strided passes of a batched
+    length-n*n C2C split n x n (four-step), where the planner splits it so on this device, else
+    on the two column passes of an fft2 with columns of n*n (n = 64 where shared memory holds
+    4096 points, its 4096^2 at the default 2^24 elements; n = 1024 on 48 KB, where 2^20 splits
+    512 x 2048)."""
+    from dataclasses import replace
+    from ..plans import TransformPlan
+    found_all = {}
+    rng = np.random.default_rng(0)
+    for name, device in available(backends, echo):
+        base = replace(device.info.limits, tuned=())
+        found = {}
+        for key in progress(sizes, f"tune {name}"):
+            n, tiled = planner.key_length(key)
+            length = n * n if tiled else n
+            batch = max(1, elements // length)
+            # the columns of an fft2 where a length-n*n line does not split n x n here (one
+            # pass, or the split of planner._narrow_strided)
+            square = tiled and [p.n for p in planner.plan_fft(
+                length, 1, False, "backward", base).passes] != [n, n]
+            if square:  # batch: the fft2's columns, as many as `elements` makes (at least 16)
+                batch = max(16, elements // length)
+            check = 16 if square else 3  # lines of the check against numpy
+
+            def plan_of(lines, lim):
+                if square:
+                    return planner.plan_c2c((length, lines), (1, 0), False, "backward", lim)
+                return planner.plan_fft(length, lines, False, "backward", lim)
+            bufs = {b: device.buffer(batch * length * planner.COMPLEX64_BYTES, device_only=True)
+                    for b in ("in", "out")}
+            random_fill(device, bufs["in"])
+            xshape = (length, check) if square else (check, length)
+            x = (rng.standard_normal(xshape) + 1j * rng.standard_normal(xshape)).astype(np.complex64)
+            ref = (np.fft.fft2 if square else np.fft.fft)(x.astype(np.complex128))
+            runnable = []  # (candidate, its limits, spec, the passes timed)
+            for cand in planner.shape_candidates(n, base):
+                lim = replace(base, tuned=((key,) + cand,))
+                spec = plan_of(batch, lim)
+                timed = spec.passes[1:] if square else spec.passes
+                if (len(timed) != (2 if tiled else 1) or any(
+                        p.n != n or _shape(p) != _cand_shape(cand) for p in timed)):
+                    continue  # does not fit this device as asked
+                small = TransformPlan(plan_of(check, lim), device, lim, "backward")
+                y = small.execute(x)
+                if np.linalg.norm(y - ref) / np.linalg.norm(ref) > 1e-5:
+                    echo(f"  {name} {key}: {cand}: WRONG RESULT, skipped")
+                    continue
+                runnable.append((cand, lim, spec, timed))
+            if not runnable:
+                continue
+            # Two rounds, the second in reverse order, each shape's best kept: a GPU back at
+            # its idle clock runs the same work several times slower for a while, a stretch a
+            # short warm-up and best_of's few repeats can fall into, and one slow timing must
+            # not cost the best shape its place (docs/performance-log-bench.md).
+            best: dict = {}
+            for order in (runnable, runnable[::-1]):
+                for cand, lim, spec, timed in order:
+                    plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
+                    gc.collect()  # dropped plans' Vulkan objects gone before timing (see sweep.run)
+                    t = timing.timed(plan, reps=reps, warm=0.1, fill=False,  # those passes alone
+                                     dispatches=[d for ds in plan.pass_dispatches[-len(timed):]
+                                                 for d in ds])
+                    best[cand] = min(t, best.get(cand, t))
+                    del plan
+            timings = [(best[c], c, timed[0].lines) for c, _, _, timed in runnable]
+            timings.sort(key=lambda r: r[0])
+            t, cand, lines = timings[0]
+            # the shape the planner takes now, with the wisdom the device started with
+            now = plan_of(batch, device.info.limits).passes[1 if square else 0]
+            dt = next((r[0] for r in timings if _cand_shape(r[1]) == _shape(now)), None)
+            echo(f"{name:6s} {wisdom.file_key(key):>10s}: best {t:.4f} ms {list(cand[0])} threads "
+                 f"{cand[1]} lines {lines} pad {cand[3]}; now {dt if dt is None else round(dt, 4)}"
+                 f" ms; {len(timings)} shapes; worst {timings[-1][0]:.4f} ms")
+            if tiled and dt is not None and t > TILED_GAIN * dt:
+                continue  # see TILED_GAIN
+            found[key] = {"radices": list(cand[0]), "threads": cand[1], "lines": cand[2],
+                          "pad": cand[3], "gpu_ms": round(t, 5), "elements": batch * length,
+                          "ranking": [[round(r[0], 5), list(r[1][0]), r[1][1], r[1][3]]
+                                      for r in timings[:5]]}
+        if save and found:
+            echo(f"wrote {wisdom.save(device.info.name, name, found)}")
+        found_all[name] = found
+    return found_all
+
+
+def _shape(p) -> tuple:
+    """(radices, threads per line, padded) of a pass, as a tuned entry names them."""
+    return p.radices, p.threads, p.sh_pad
+
+
+def _cand_shape(cand) -> tuple:
+    """The same of a shape_candidates() tuple (radices, threads, lines, pad)."""
+    return cand[0], cand[1], cand[3]
