@@ -6,11 +6,11 @@ PY := .venv/bin/python
 setup:
 	@bash tools/setup.sh
 
-# The filter demo in a window where a display exists, else a headless frame saved as a PNG.
+# The ocean demo in a window where a display exists, else a headless frame saved as a PNG.
 demo: setup
-	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(PY) -m demos.filter; \
-	else $(PY) -m demos.filter --headless --frames 3 --screenshot demo-filter.png && \
-	echo "no display: wrote demo-filter.png (a headless frame of the filter demo)"; fi
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(PY) -m demos.ocean; \
+	else $(PY) -m demos.ocean --headless --frames 60 --size 960x540 --screenshot demo-ocean.png && \
+	echo "no display: wrote demo-ocean.png (a headless frame of the ocean demo)"; fi
 
 test: setup
 	$(PY) -m pytest -q tests

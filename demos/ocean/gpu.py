@@ -1,0 +1,170 @@
+"""The ocean's per-frame GPU work: spectra (compute), every inverse FFT in one pyfftgl call, foam.
+
+Nothing is read back per frame; `read_fields` exists for tests.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import moderngl
+import numpy as np
+
+from pyfftgl.gl import TextureFFT
+
+from .physics import Ocean, unpack_textures
+
+SHADERS = Path(__file__).with_name("shaders")
+GROUP = 16  # local size of both compute shaders
+
+
+def shader_source(name: str) -> str:
+    """A shader's text with `#include "file"` lines replaced by that file (one level)."""
+    lines = []
+    for line in (SHADERS / name).read_text().splitlines():
+        if line.startswith("#include"):
+            lines.append((SHADERS / line.split('"')[1]).read_text())
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+class OceanGPU:
+    """Per cascade: h0 and w(k) textures (static), two field textures, one foam texture."""
+
+    def __init__(self, ctx: moderngl.Context, ocean: Ocean, foam_decay=0.3, foam_bias=0.84,
+                 foam_gain=12.0, anisotropy=8.0):
+        self.ctx = ctx
+        self.anisotropy = anisotropy
+        self.ocean = ocean
+        self.size = n = ocean.params.size
+        self.fft = TextureFFT(ctx, (n, n), norm="forward")   # unscaled inverse: Tessendorf's sum
+        self.spectrum_cs = ctx.compute_shader(shader_source("spectrum.comp"))
+        self.foam_cs = ctx.compute_shader(shader_source("foam.comp"))
+        self.foam_decay, self.foam_bias, self.foam_gain = foam_decay, foam_bias, foam_gain
+        self.fields = []   # per cascade [tex0, tex1]
+        self.foam = []
+        self._static = []
+        self.set_ocean(ocean)
+        # Two time queries used alternately: reading last frame's does not stall on this frame's.
+        self.timers = [ctx.query(time=True), ctx.query(time=True)]
+        self.frame = 0
+
+    def set_ocean(self, ocean: Ocean):
+        """Upload h0 and w(k) of a (new) sea state; textures are reused when the shape allows."""
+        self.ocean = ocean
+        n = self.size
+        if ocean.params.size != n:
+            raise ValueError("the FFT size is fixed for the life of an OceanGPU")
+        while len(self.fields) < len(ocean.cascades):
+            pair = [self._texture(4, mip=True) for _ in range(2)]
+            foam = self._texture(1, mip=True)
+            foam.write(np.zeros((n, n), np.float32).tobytes())
+            self.fields.append(pair)
+            self.foam.append(foam)
+        for t in self._static:
+            t.release()
+        self._static = []
+        for c in ocean.cascades:
+            h0 = np.stack([c.h0.real, c.h0.imag, c.h0_minus.real, c.h0_minus.imag], axis=-1)
+            h0_tex = self.ctx.texture((n, n), 4, h0.astype(np.float32).tobytes(), dtype="f4")
+            w_tex = self.ctx.texture((n, n), 1, c.omega.astype(np.float32).tobytes(), dtype="f4")
+            for t in (h0_tex, w_tex):
+                t.filter = (moderngl.NEAREST, moderngl.NEAREST)
+            self._static.append((h0_tex, w_tex))
+
+    def _texture(self, components, mip):
+        n = self.size
+        t = self.ctx.texture((n, n), components, dtype="f4")
+        t.repeat_x = t.repeat_y = True
+        if mip:
+            t.build_mipmaps()
+            t.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+            t.anisotropy = self.anisotropy
+        return t
+
+    @property
+    def cascades(self):
+        return len(self.ocean.cascades)
+
+    def all_field_textures(self):
+        return [t for pair in self.fields[:self.cascades] for t in pair]
+
+    def build_spectra(self, t: float):
+        cs = self.spectrum_cs
+        cs["size"] = self.size
+        cs["time"] = float(t)
+        cs["choppiness"] = float(self.ocean.choppiness)
+        groups = (self.size + GROUP - 1) // GROUP
+        for c, (h0_tex, w_tex), (out0, out1) in zip(self.ocean.cascades, self._static, self.fields):
+            cs["patch_size"] = float(c.patch)
+            h0_tex.use(0)
+            w_tex.use(1)
+            out0.bind_to_image(0, read=False, write=True)
+            out1.bind_to_image(1, read=False, write=True)
+            cs.run(groups, groups)
+        self.ctx.memory_barrier()
+
+    def inverse_fft(self, timed=False):
+        """Every field of every cascade through one pyfftgl call, in place."""
+        textures = self.all_field_textures()
+        if timed:
+            with self.timers[self.frame % 2]:
+                self.fft.inverse(textures, textures)
+        else:
+            self.fft.inverse(textures, textures)
+
+    def update_foam(self, dt: float):
+        cs = self.foam_cs
+        cs["size"] = self.size
+        cs["decay"] = float(self.foam_decay)
+        cs["bias"] = float(self.foam_bias)
+        cs["gain"] = float(self.foam_gain)
+        cs["dt"] = float(dt)
+        groups = (self.size + GROUP - 1) // GROUP
+        for (tex0, tex1), foam in zip(self.fields[:self.cascades], self.foam):
+            tex0.use(0)
+            tex1.use(1)
+            foam.bind_to_image(0, read=True, write=True)
+            cs.run(groups, groups)
+        self.ctx.memory_barrier()
+
+    def step(self, t: float, dt: float, timed=False):
+        """One frame: spectra, inverse FFTs, foam, then mip chains for distant reads."""
+        self.build_spectra(t)
+        self.inverse_fft(timed)
+        self.update_foam(dt)
+        for tex in self.all_field_textures() + self.foam[:self.cascades]:
+            tex.build_mipmaps()
+        self.frame += 1
+
+    def fft_time_ms(self):
+        """GPU time of the previous frame's timed inverse FFTs (a GL time query), in ms."""
+        if self.frame < 2:
+            return float("nan")
+        return self.timers[self.frame % 2].elapsed / 1e6
+
+    # ---- tests and tools only: these read the GPU back ----
+    def read_texture(self, tex, components=4):
+        n = self.size
+        return np.frombuffer(tex.read(), np.float32).reshape(n, n, components)
+
+    def read_fields(self, cascade: int):
+        tex0, tex1 = self.fields[cascade]
+        return unpack_textures(self.read_texture(tex0).astype(np.float64),
+                               self.read_texture(tex1).astype(np.float64))
+
+    def release(self):
+        self.fft.close()
+        for t in self.all_field_textures() + self.foam:
+            t.release()
+        for pair in self._static:
+            for t in pair:
+                t.release()
+        self.spectrum_cs.release()
+        self.foam_cs.release()
+
+
+def fade_distances(patch_sizes):
+    """Distance by which a cascade's detail is gone: 40 of its tiles, where it would tile."""
+    return [math.inf if i == 0 else 40.0 * p for i, p in enumerate(patch_sizes)]
