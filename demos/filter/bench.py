@@ -49,8 +49,6 @@ def gl_filter(ctx, shape, iters, software):
                 for _ in range(iters):
                     fft.convolve(src, spec, dst)
             row["gl_loop_query_ms"] = whole.elapsed / 1e6 / iters
-            for q in queries + [whole]:
-                q.release()
         src.release()
         dst.release()
     return row, picture, filt

@@ -177,8 +177,7 @@ class GpuTimer:
         self.total, self.count = 0.0, 0
 
     def release(self):
-        for q in self.queries:
-            q.release()
+        self.queries = []  # ModernGL's Query has no release(): they go with their references
 
 
 def fit_rect(x, y, w, h, aspect, margin=4):

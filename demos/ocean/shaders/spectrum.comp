@@ -41,5 +41,7 @@ void main() {
 
     // A + iB for real fields A, B has spectrum A(k) + i B(k).
     imageStore(out0, p, vec4(dx + times_i(h), dz + times_i(dxz)));
-    imageStore(out1, p, vec4(sx + times_i(sz), dxx + times_i(dzz)));
+    // sx + i sz written out: NVIDIA's GL compiler (580.159) got it wrong from the helper form.
+    vec2 slopes = vec2(sx.x - sz.y, sx.y + sz.x);
+    imageStore(out1, p, vec4(slopes, dxx + times_i(dzz)));
 }
