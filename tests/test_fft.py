@@ -17,7 +17,8 @@ from conftest import assert_accurate, random_complex
 POW2 = [2**k for k in range(1, 13)]
 
 
-@pytest.mark.parametrize("n", POW2)
+@pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.quick) if n == 1024 else n
+                               for n in POW2])
 def test_forward_inverse_and_round_trip(backend, n):
     batch = max(1, min(1000, 2**16 // n))
     x = random_complex((batch, n), seed=n)
@@ -46,6 +47,7 @@ def test_repeated_runs_are_bit_identical(backend):
     assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+@pytest.mark.quick
 def test_exact_values(backend):
     # A unit impulse transforms to all ones; a pure tone to a single bin of height n.
     n = 64
@@ -212,7 +214,11 @@ VARIANTS = {
 }
 
 
-@pytest.mark.parametrize("name", VARIANTS)
+QUICK_VARIANTS = ("split-dispatches-and-chunks", "blocked-3x12")
+
+
+@pytest.mark.parametrize("name", [pytest.param(v, marks=pytest.mark.quick) if v in QUICK_VARIANTS
+                                  else v for v in VARIANTS])
 def test_kernel_variant(backend, name):
     v = VARIANTS[name]
     dev = get_device(backend)
