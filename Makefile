@@ -1,7 +1,7 @@
 # The README's two commands, `make demo` and `make test`, each run the idempotent set-up first.
 PY := .venv/bin/python
 
-.PHONY: setup demo test bench info clean
+.PHONY: setup demo test check bench info clean
 
 setup:
 	@bash tools/setup.sh
@@ -12,8 +12,13 @@ demo: setup
 	else $(PY) -m demos.ocean --headless --frames 60 --size 960x540 --screenshot demo-ocean.png && \
 	echo "no display: wrote demo-ocean.png (a headless frame of the ocean demo)"; fi
 
+# Two pytest workers: compiling kernels on the software drivers is single-threaded per process.
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 tests
+
+# The quick tier: both backends, every transform kind once.
+check: setup
+	$(PY) -m pytest -q -m quick tests
 
 bench: setup
 	@$(PY) -c 'import tqdm, matplotlib' 2>/dev/null || $(PY) -m pip -q install tqdm matplotlib

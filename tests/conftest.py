@@ -9,6 +9,15 @@ from pyfftgl.backends import get_device
 
 BACKENDS = ("vulkan", "gl")
 EPS32 = float(np.finfo(np.float32).eps)
+# Modules that plan and check without a GPU join the quick tier (`make check`, `-m quick`) whole;
+# the others mark their quick tests themselves.
+QUICK_MODULES = ("test_planner.py", "test_tables.py", "test_validate.py")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in QUICK_MODULES:
+            item.add_marker(pytest.mark.quick)
 
 
 @pytest.fixture(params=BACKENDS)

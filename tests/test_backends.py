@@ -11,6 +11,7 @@ from pyfftgl import shaders
 from pyfftgl.backends import get_device, probe
 
 
+@pytest.mark.quick
 def test_both_backends_work_here():
     for name in ("vulkan", "gl"):
         dev, why = probe(name)
@@ -21,11 +22,13 @@ def test_both_backends_work_here():
         assert min(lim.max_group_count) >= 65535 and lim.max_buffer_bytes >= 2**27
 
 
+@pytest.mark.quick
 def test_auto_prefers_vulkan():
     assert get_device("auto").info.api == "vulkan"
     assert get_device(None) is get_device("auto")
 
 
+@pytest.mark.quick
 def test_unknown_backend_is_a_value_error():
     with pytest.raises(ValueError, match="backend must be one of"):
         get_device("metal")
@@ -101,6 +104,7 @@ def test_vulkan_submissions_record_their_own_barriers(uploads):
         assert np.array_equal(dev.read(c, data.size), data)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("name", ["vulkan", "gl"])
 def test_buffer_write_read(name):
     dev = get_device(name)
@@ -148,6 +152,7 @@ def test_gl_vulkan_memory_can_be_turned_off():
     assert np.array_equal(dev.read(buf, 1024), np.arange(1024, dtype=np.float32))
 
 
+@pytest.mark.quick
 def test_spirv_cache_by_source_hash(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
     src = shaders.assemble("stockham.comp", {
@@ -160,6 +165,7 @@ def test_spirv_cache_by_source_hash(tmp_path, monkeypatch):
     assert shaders.compile_spirv(src) == spv
 
 
+@pytest.mark.quick
 def test_compile_errors_are_reported():
     with pytest.raises(shaders.ShaderCompileError, match="needs N"):
         shaders.compile_spirv(shaders.assemble("stockham.comp", {}, "vulkan"))
@@ -167,6 +173,7 @@ def test_compile_errors_are_reported():
         get_device("gl").program(shaders.assemble("stockham.comp", {}, "gl"))
 
 
+@pytest.mark.quick
 def test_kernels_ship_with_the_package():
     d = shaders.shader_dir()
     assert (d / "stockham.comp").exists() and (d / "common.glsl").exists()

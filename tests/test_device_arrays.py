@@ -7,6 +7,7 @@ from pyfftgl import DeviceArray
 from conftest import assert_accurate, random_complex
 
 
+@pytest.mark.quick
 def test_round_trip_through_the_device(backend):
     x = random_complex((6, 40), seed=1)
     d = pyfftgl.asarray(x, backend=backend)
@@ -15,6 +16,7 @@ def test_round_trip_through_the_device(backend):
     assert pyfftgl.asarray(d, backend=backend) is d
 
 
+@pytest.mark.quick
 def test_transforms_of_device_arrays_stay_on_the_device(backend, monkeypatch):
     x = random_complex((8, 64), seed=2)
     r = np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import scipy
 import scipy.fft
 
@@ -12,6 +13,7 @@ import pyfftgl.scipy_fft as backend_module
 from conftest import assert_accurate
 
 
+@pytest.mark.quick
 def test_single_precision_runs_on_pyfftgl():
     x = np.random.default_rng(0).standard_normal((4, 30)).astype(np.float32)
     before = backend_module.handled
@@ -24,6 +26,7 @@ def test_single_precision_runs_on_pyfftgl():
     assert_accurate(z, np.fft.fftn(x.astype(np.complex128), s=(5, 16), axes=(0, 1)), 80, 2.0)
 
 
+@pytest.mark.quick
 def test_declines_what_it_does_not_do():
     f = backend_module.__ua_function__
     assert f(scipy.fft.fft, (np.ones(8),), {}) is NotImplemented  # float64

@@ -6,6 +6,7 @@ import pytest
 import pyfftgl
 from pyfftgl import planner
 from pyfftgl.backends import get_device
+from pyfftgl.plans import build_table
 from conftest import assert_accurate, random_complex
 
 
@@ -18,8 +19,38 @@ def check(n, batch, backend, inverse=False):
     return plan
 
 
-def test_every_length_up_to_1024(backend):
+def programs(spec):
+    """(kernel, preamble) of each pass of `spec`, with its tables placed as TransformPlan does."""
+    offsets, at = {}, 0
+    for key in spec.tables():
+        offsets[key], at = at, at + build_table(key).size
+    return [(p.kernel, p.defines(offsets)) for p in spec.passes]
+
+
+def lengths_up_to_1024(limits):
+    """Every length to 1024 that plans without Bluestein, and of the Bluestein lengths the
+    smallest, the middle and the largest of each convolution length: Bluestein lengths of one
+    convolution length share their programs (TransformSpec.tables), so these run every program
+    the whole range compiles, at both ends of the lengths it zero-pads."""
+    out, convolved = [], {}
     for n in range(1, 1025):
+        spec = planner.plan_fft(n, 2, False, "backward", limits)
+        if spec.algorithm == "bluestein":
+            convolved.setdefault(spec.conv_n, []).append(n)
+        else:
+            out.append(n)
+    for ns in convolved.values():
+        out += sorted({ns[0], ns[len(ns) // 2], ns[-1]})
+    return sorted(out)
+
+
+def test_every_length_up_to_1024(backend):
+    limits = get_device(backend).info.limits
+    lengths = lengths_up_to_1024(limits)
+    # the premise of the sample: 113 and 127 (convolution length 256) share their programs
+    assert programs(planner.plan_fft(113, 2, False, "backward", limits)) == programs(
+        planner.plan_fft(127, 2, False, "backward", limits))
+    for n in lengths:
         check(n, 2, backend)
 
 

@@ -36,12 +36,12 @@ fi
 VPY="$PWD/$VENV/bin/python"
 pip() { "$VPY" -m pip --disable-pip-version-check -q "$@"; }
 
-if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, pybind11, setuptools, dask.array, distributed' 2>/dev/null; then
+if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, pybind11, setuptools, dask.array, distributed' 2>/dev/null; then
   say "installing Python packages"
   pip install --upgrade pip setuptools wheel
   # numpy 2: kp pins numpy<2 only in its metadata; built against pybind11 >= 2.12 it works with
   # numpy 2 (tests/test_backends.py checks a Tensor round trip), so we install kp with --no-deps.
-  pip install "numpy>=2.0" "moderngl>=5.10" glfw "pytest>=7" "pybind11>=2.12" scipy pillow \
+  pip install "numpy>=2.0" "moderngl>=5.10" glfw "pytest>=7" pytest-xdist "pybind11>=2.12" scipy pillow \
     "dask[array]>=2024.1" "distributed>=2024.1"
 fi
 
