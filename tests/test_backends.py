@@ -79,9 +79,9 @@ def test_kp_timestamps_bracket_a_span():
 @pytest.mark.parametrize("uploads", [False, True])
 def test_vulkan_submissions_record_their_own_barriers(uploads):
     """kp records no barrier before a dispatch (tools/kp_patch.py, 6), so a submission orders
-    itself: a transfer -> compute barrier before its first dispatch (after its uploads), one
-    between dependent dispatches, and one after the last for the next submission; and the chain
-    still computes right, run twice (the second run ordered after the first)."""
+    itself: a barrier before its first dispatch (after its uploads) that also waits for every
+    earlier submission's dispatches, one between dependent dispatches, and none after the last;
+    and the chain still computes right, run twice (the second run ordered after the first)."""
     import kp
 
     from pyfftgl import planner
@@ -95,8 +95,7 @@ def test_vulkan_submissions_record_their_own_barriers(uploads):
     sub = dev.record(chain, uploads=[a] if uploads else ())
     kinds = [type(op) for op in sub._ops]
     assert kinds == [kp.OpTensorSyncDevice] * uploads + [
-        kp.OpMemoryBarrier, kp.OpAlgoDispatch, kp.OpMemoryBarrier, kp.OpAlgoDispatch,
-        kp.OpMemoryBarrier]
+        kp.OpMemoryBarrier, kp.OpAlgoDispatch, kp.OpMemoryBarrier, kp.OpAlgoDispatch]
     if not uploads:
         dev.write(a, data)
     for _ in range(2):
