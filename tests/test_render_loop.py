@@ -47,6 +47,7 @@ def test_vulkan_back_to_back_calls_queue_without_waiting():
     assert_accurate(o.get(), np.fft.fft2(x.astype(np.complex128)), x.size)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("backend", ["vulkan", "gl"])
 def test_calls_in_flight_stay_ordered(backend):
     """A chain of device-resident calls, none waited for, reads what the one before wrote."""

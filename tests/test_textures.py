@@ -78,6 +78,7 @@ def test_norms(ctx, norm):
     assert_accurate(got, np.fft.ifft2(x, norm=norm), x.size)
 
 
+@pytest.mark.quick
 def test_real_textures(ctx):
     shape = (40, 64)
     fft = pyfftgl.gl.TextureFFT(ctx, shape)
