@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _validate as v
 from . import plans as _plans
+from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .plans import cached_steps_plan
 
@@ -32,6 +33,19 @@ def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
         return np.zeros(shape, np.complex64)
     plan = cached_steps_plan(x.shape, tuple(steps), backend)
     return plan.execute(x)
+
+
+def _device_args(d: DeviceArray, out, backend) -> None:
+    """A device array's call, checked before any GPU work: `d` (and a device `out`) not closed,
+    and an explicit `backend` naming the array's own device."""
+    d.buffer  # noqa: B018 (raises ValueError once closed)
+    if isinstance(out, DeviceArray):
+        out.buffer  # noqa: B018
+    if backend is not None and get_device(backend) is not d.device:
+        dev = get_device(backend)
+        raise ValueError(f"the array is on {d.device.info.api}:{d.device.info.name}, not on the "
+                         f"requested backend {dev.info.api}:{dev.info.name}; copy it with "
+                         "pyfftgl.asarray(a, backend=...)")
 
 
 def _run_device(d: DeviceArray, steps: list[tuple], out: DeviceArray | None = None,
@@ -92,6 +106,31 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     return _via_host(name, d, out, s=s, axes=axes, norm=norm)
 
 
+def _check_out(out, shape, dtype, ufunc: str) -> None:
+    """numpy's checks of `out=` before any GPU work: an ndarray of the result's shape that the
+    result (`dtype`) casts to, so that a bad `out` is never partly written."""
+    if out is None:
+        return
+    if not isinstance(out, np.ndarray):
+        raise TypeError("return arrays must be of ArrayType")
+    if out.shape != tuple(shape):
+        raise ValueError("output array has wrong shape.")
+    if not np.can_cast(dtype, out.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast ufunc '{ufunc}' output from {np.dtype(dtype)!r} to "
+                        f"{out.dtype!r} with casting rule 'same_kind'")
+
+
+def _out_shape(shape, axes, s, last=None) -> tuple:
+    """The result's shape: `s` along `axes` (numpy transforms the last listed first, so the
+    first listing of a repeated axis wins); `last` = (axis, length) assigned before them."""
+    shape = list(shape)
+    if last is not None:
+        shape[last[0]] = last[1]
+    for ax, n in reversed(list(zip(axes, s))):
+        shape[ax] = n
+    return tuple(shape)
+
+
 def _finish(result: np.ndarray, out):
     """numpy's `out=`: the right shape (else ValueError), a dtype the result casts to."""
     if out is None:
@@ -110,11 +149,13 @@ def _complex_input(a, name):
 
 def _c2c_nd(a, s, axes, norm, inverse, out, backend, name, default_axes=None):
     if isinstance(a, DeviceArray):
+        _device_args(a, out, backend)
         return _device_nd(name, a, s, axes if axes is not None else default_axes, norm, out,
                           inverse)
     arr, dtype = _complex_input(a, name)
     s, axes = v.shape_and_axes(arr, s, axes if axes is not None else default_axes)
     norm = v.norm(norm)
+    _check_out(out, _out_shape(arr.shape, axes, s), np.complex64, "ifft" if inverse else "fft")
     result = arr
     # numpy transforms the listed axes last to first; runs of distinct axes go to the device
     # together (crop/pad along one axis commutes with transforms along the others).
@@ -169,12 +210,15 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
 
 def _rfft_nd(a, s, axes, norm, out, backend, name):
     if isinstance(a, DeviceArray):
+        _device_args(a, out, backend)
         return _device_nd(name, a, s, axes, norm, out)
     arr = v.as_array(a, name)
-    v.real_dtype(arr.dtype, name)
     s, axes = v.shape_and_axes(arr, s, axes)
-    norm = v.norm(norm)
     last, n_last = axes[-1], s[-1]
+    v.real_dtype(arr.dtype, name, n_last)
+    norm = v.norm(norm)
+    _check_out(out, _out_shape(arr.shape, axes[:-1], s[:-1], (last, n_last // 2 + 1)),
+               np.complex64, f"rfft_n_{'odd' if n_last % 2 else 'even'}")
     rest = list(zip(axes[:-1], s[:-1]))[::-1]
     runs = v.distinct_runs([(last, n_last)] + rest)
     first = runs[0]
@@ -194,6 +238,7 @@ def _rfft_nd(a, s, axes, norm, out, backend, name):
 
 def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
     if isinstance(a, DeviceArray):
+        _device_args(a, out, backend)
         return _device_nd(name, a, s, axes, norm, out)
     arr, _ = _complex_input(a, name)
     s, axes = v.shape_and_axes(arr, s, axes, invreal=True)
@@ -201,6 +246,8 @@ def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
     last, n_last = axes[-1], s[-1]
     if n_last < 1:
         raise ValueError(f"Invalid number of FFT data points ({n_last}) specified.")
+    _check_out(out, _out_shape(arr.shape, axes, s),
+               np.float16 if arr.dtype == np.float16 and len(axes) == 1 else np.float32, "irfft")
     result = np.asarray(arr, np.complex64)
     if conj:
         result = np.conj(result)
@@ -263,6 +310,7 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
 def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the FFT of a signal with Hermitian symmetry (real spectrum), as numpy.fft.hfft."""
     if isinstance(a, DeviceArray):  # conjugation and a real result: through the host
+        _device_args(a, out, backend)
         return _via_host("hfft", a, out, n=n, axis=axis, norm=norm)
     arr = v.as_array(a, "hfft")
     ax = v.axis(axis, arr.ndim)
@@ -273,10 +321,13 @@ def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
 def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     """Compute the inverse FFT of a signal with Hermitian symmetry, as numpy.fft.ihfft."""
     if isinstance(a, DeviceArray):
+        _device_args(a, out, backend)
         return _via_host("ihfft", a, out, n=n, axis=axis, norm=norm)
     arr = v.as_array(a, "ihfft")
     ax = v.axis(axis, arr.ndim)
     n = v.length(n, arr.shape[ax])
+    v.real_dtype(arr.dtype, "ihfft", n)
+    _check_out(out, _out_shape(arr.shape, [ax], [n // 2 + 1]), np.complex64, "conjugate")
     result = _rfft_nd(arr, [n], [ax], _SWAP[v.norm(norm)], None, backend, "ihfft")
     return _finish(np.conj(result, out=result), out)
 
@@ -333,6 +384,8 @@ class Plan:
                 and a.buffer is replay[2] and out.buffer is replay[3]:
             replay[4].run(wait=False)  # the render loop's call: nothing to check or plan again
             return out
+        if self._closed:
+            raise ValueError(f"this Plan ({self.kind} of {self.shape}) was closed")
         if not isinstance(a, DeviceArray):
             a = np.asarray(a)
         if a.shape != self.shape:
@@ -351,6 +404,20 @@ class Plan:
         return result
 
     __call__ = execute
+
+    _closed = False
+
+    def close(self) -> None:
+        """Let go of this Plan's device plans (buffers, tables, programs: released unless the
+        plan cache still holds them, within its bounds) and its recorded call. Calling the Plan
+        afterwards raises ValueError."""
+        self.device_plans, self._pinned, self._replay, self._closed = (), {}, None, True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def __repr__(self):
         inner = "\n  ".join(repr(p) for p in self.device_plans)
