@@ -21,16 +21,21 @@ ifftshift = np.fft.ifftshift
 _SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
+def _steps_out_shape(shape, steps) -> tuple:
+    """The complex64 shape `steps` (planner.plan_steps) make of a complex64 `shape`."""
+    shape = list(shape)
+    for kind, ax, *rest in steps:
+        if kind == "r2c":
+            shape[ax] = rest[0] // 2 + 1
+        elif kind == "c2r":
+            shape[ax] = rest[0] // 2 if rest[0] % 2 == 0 and ax == len(shape) - 1 else rest[0]
+    return tuple(shape)
+
+
 def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
     """Run `steps` (planner.plan_steps) on the complex64 C-contiguous x; returns complex64."""
     if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
-        shape = list(x.shape)
-        for kind, ax, *rest in steps:
-            if kind == "r2c":
-                shape[ax] = rest[0] // 2 + 1
-            elif kind == "c2r":
-                shape[ax] = rest[0] // 2 if rest[0] % 2 == 0 and ax == x.ndim - 1 else rest[0]
-        return np.zeros(shape, np.complex64)
+        return np.zeros(_steps_out_shape(x.shape, steps), np.complex64)
     plan = cached_steps_plan(x.shape, tuple(steps), backend)
     return plan.execute(x)
 
@@ -51,11 +56,10 @@ def _device_args(d: DeviceArray, out, backend) -> None:
 def _run_device(d: DeviceArray, steps: list[tuple], out: DeviceArray | None = None,
                 out_dtype=np.complex64) -> DeviceArray:
     """Run `steps` on a device array into a new device array or `out`, with no host transfer."""
-    plan = cached_steps_plan(d.shape, tuple(steps), d.device)
-    shape = plan.spec.out_shape
+    shape = _steps_out_shape(d.shape, steps)
     if out_dtype == np.float32:
         shape = shape[:-1] + (shape[-1] * 2,)
-    if out is not None:
+    if out is not None:  # checked before any GPU work
         if not isinstance(out, DeviceArray) or out.device is not d.device:
             raise TypeError("out= for a device array must be a DeviceArray on the same device")
         if out.shape != shape or out.dtype != out_dtype:
@@ -63,6 +67,7 @@ def _run_device(d: DeviceArray, steps: list[tuple], out: DeviceArray | None = No
                              f"{np.dtype(out_dtype)}, got {out.shape} {out.dtype}")
         if out.buffer is d.buffer:
             raise ValueError("out= must not be the input device array (no in-place transforms)")
+    plan = cached_steps_plan(d.shape, tuple(steps), d.device)
     if plan.spec.chunks > 1:  # its work buffers need several submissions: through the host
         result = plan.execute(d.get())
         if out is None:
@@ -84,7 +89,7 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     """fftn-style calls on a device array: on the device when no cropping/padding or dtype
     change is needed, else through the host."""
     s, axes = v.shape_and_axes(d, s, axes, invreal=name in ("irfft", "irfftn", "irfft2"))
-    norm = v.norm(norm)
+    norm = v.norm(norm, name.startswith("i"))
     same = all(d.shape[ax] == n for ax, n in zip(axes, s)) and len(set(axes)) == len(axes)
     last, n_last = axes[-1], s[-1]
     if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
@@ -154,7 +159,7 @@ def _c2c_nd(a, s, axes, norm, inverse, out, backend, name, default_axes=None):
                           inverse)
     arr, dtype = _complex_input(a, name)
     s, axes = v.shape_and_axes(arr, s, axes if axes is not None else default_axes)
-    norm = v.norm(norm)
+    norm = v.norm(norm, inverse)
     _check_out(out, _out_shape(arr.shape, axes, s), np.complex64, "ifft" if inverse else "fft")
     result = arr
     # numpy transforms the listed axes last to first; runs of distinct axes go to the device
@@ -242,7 +247,7 @@ def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
         return _device_nd(name, a, s, axes, norm, out)
     arr, _ = _complex_input(a, name)
     s, axes = v.shape_and_axes(arr, s, axes, invreal=True)
-    norm = v.norm(norm)
+    norm = v.norm(norm, True)
     last, n_last = axes[-1], s[-1]
     if n_last < 1:
         raise ValueError(f"Invalid number of FFT data points ({n_last}) specified.")
@@ -315,7 +320,7 @@ def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     arr = v.as_array(a, "hfft")
     ax = v.axis(axis, arr.ndim)
     n = v.length(n, 2 * (arr.shape[ax] - 1))
-    return _irfft_nd(arr, [n], [ax], _SWAP[v.norm(norm)], out, backend, "hfft", conj=True)
+    return _irfft_nd(arr, [n], [ax], _SWAP[v.norm(norm, True)], out, backend, "hfft", conj=True)
 
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
@@ -328,7 +333,7 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
     n = v.length(n, arr.shape[ax])
     v.real_dtype(arr.dtype, "ihfft", n)
     _check_out(out, _out_shape(arr.shape, [ax], [n // 2 + 1]), np.complex64, "conjugate")
-    result = _rfft_nd(arr, [n], [ax], _SWAP[v.norm(norm)], None, backend, "ihfft")
+    result = _rfft_nd(arr, [n], [ax], _SWAP[v.norm(norm, True)], None, backend, "ihfft")
     return _finish(np.conj(result, out=result), out)
 
 

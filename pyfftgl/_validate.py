@@ -29,11 +29,15 @@ def as_array(a, name: str = "fft") -> np.ndarray:
     return arr
 
 
-def norm(value) -> str:
+def norm(value, inverse: bool = False) -> str:
+    """`value` checked; numpy's message for inverse transforms (its _swap_direction) has one
+    more space than for forward ones."""
     if value is None:
         return "backward"
     if value not in NORMS:
-        raise ValueError(f'Invalid norm value {value}; should be "backward","ortho" or "forward".')
+        sep = ", " if inverse else ","
+        raise ValueError(f'Invalid norm value {value}; should be "backward"{sep}"ortho" or '
+                         '"forward".')
     return value
 
 
