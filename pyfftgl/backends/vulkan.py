@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from typing import Sequence
 
@@ -122,6 +123,10 @@ class VkSubmission(Submission):
         return seq
 
     def run(self, inputs=(), *, timed=False, wait=True):
+        with self._device.lock:  # the ring's state and the queue, one thread at a time
+            return self._run(inputs, timed, wait)
+
+    def _run(self, inputs, timed, wait):
         if inputs or self._downloads or timed:
             # Host data in or out: its staging memory is shared by every replay, so the ones
             # still running finish first.
@@ -160,13 +165,15 @@ class VkSubmission(Submission):
 
     def finish(self):
         """Wait for every replay left running by run(wait=False)."""
-        if self._running:
-            self._await(self._running[-1])
+        with self._device.lock:
+            if self._running:
+                self._await(self._running[-1])
 
     def result(self, i=0):
-        self.finish()
-        buf = self._downloads[i]
-        return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
+        with self._device.lock:
+            self.finish()
+            buf = self._downloads[i]
+            return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
 
 
 class VulkanDevice(Device):
@@ -210,6 +217,9 @@ class VulkanDevice(Device):
             is_software=props["device_type"] == "cpu",
         )
         self._pending: set[VkSubmission] = set()  # run with wait=False, not yet waited for
+        # Held by every call that submits, waits or touches host-visible memory: a Vulkan queue
+        # and kp's sequences are not safe to use from two threads at once.
+        self.lock = threading.RLock()
         # kp binds tensors when it makes an algorithm (a pipeline and its descriptor set), so the
         # binding of each (program, grid, buffers) is made once and kept while all of them live.
         self._algorithms: dict[tuple, object] = {}
@@ -217,8 +227,9 @@ class VulkanDevice(Device):
 
     def finish(self):
         """Wait for every submission still running (before the host reads or writes memory)."""
-        for sub in list(self._pending):
-            sub.finish()
+        with self.lock:
+            for sub in list(self._pending):
+                sub.finish()
 
     def program(self, source, push_names=()):
         return self._track(VkProgram(shaders.compile_spirv(source), tuple(push_names)))
@@ -246,6 +257,10 @@ class VulkanDevice(Device):
         return algo
 
     def buffer(self, nbytes, data=None, device_only=False):
+        with self.lock:
+            return self._buffer(nbytes, data, device_only)
+
+    def _buffer(self, nbytes, data, device_only):
         import kp
         count = max(1, -(-nbytes // 4))
         if device_only:
@@ -270,6 +285,10 @@ class VulkanDevice(Device):
         return self._mgr.tensor_t(np.zeros(len(buf.tensor), np.float32))
 
     def write(self, buf, data, sync=True):
+        with self.lock:
+            self._write(buf, data, sync)
+
+    def _write(self, buf, data, sync):
         import kp
         self.finish()
         flat = np.ascontiguousarray(data).view(np.float32).ravel()
@@ -284,6 +303,10 @@ class VulkanDevice(Device):
             self._mgr.sequence().eval(kp.OpTensorSyncDevice([buf.tensor]))
 
     def read(self, buf, count):
+        with self.lock:
+            return self._read(buf, count)
+
+    def _read(self, buf, count):
         import kp
         self.finish()
         tensor = buf.tensor
@@ -298,4 +321,5 @@ class VulkanDevice(Device):
         return np.array(tensor.data()[:count], copy=True)
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
-        return VkSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)
+        with self.lock:
+            return VkSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)
