@@ -393,7 +393,9 @@ class GLDevice(Device):
         query(name.value, GL_BUFFER_SIZE, ctypes.byref(size))
         if size.value != nbytes:
             delete(1, ctypes.byref(name))
-            raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} bytes")
+            error = self.ctx.error  # read (and so cleared) here: the failure is reported below
+            raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} bytes "
+                              f"({error})")
         return GLBuffer(self.ctx.external_buffer(name.value, nbytes), nbytes,
                         self.deferred(lambda: delete(1, ctypes.byref(name)), nbytes=nbytes))
 

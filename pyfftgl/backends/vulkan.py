@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections import OrderedDict
 from typing import Sequence
 
 import numpy as np
@@ -224,6 +225,12 @@ class VulkanDevice(Device):
         # binding of each (program, grid, buffers) is made once and kept while all of them live.
         self._algorithms: dict[tuple, object] = {}
         self._keys_of: dict[int, set] = {}  # id of a buffer or program -> its keys above
+        self.live = {"buffers": 0, "bytes": 0}  # buffers made here and not yet collected
+        # kp's Manager keeps a record of every tensor and sequence it ever made (a few hundred
+        # bytes each, for the process's life), so host transfers reuse one sequence and keep
+        # small staging tensors, by size, instead of making new ones per call.
+        self._transfers = None
+        self._staging: OrderedDict = OrderedDict()
 
     def finish(self):
         """Wait for every submission still running (before the host reads or writes memory)."""
@@ -236,12 +243,19 @@ class VulkanDevice(Device):
 
     def _track(self, obj):
         """Forget the algorithms bound to `obj` (a buffer or program) when it is collected."""
-        weakref.finalize(obj, self._forget, id(obj)).atexit = False
+        nbytes = obj.nbytes if isinstance(obj, VkBuffer) else None
+        if nbytes is not None:
+            self.live["buffers"] += 1
+            self.live["bytes"] += nbytes
+        weakref.finalize(obj, self._forget, id(obj), nbytes).atexit = False
         return obj
 
-    def _forget(self, ident: int):
+    def _forget(self, ident: int, nbytes: int | None = None):
         for key in self._keys_of.pop(ident, ()):
             self._algorithms.pop(key, None)
+        if nbytes is not None:
+            self.live["buffers"] -= 1
+            self.live["bytes"] -= nbytes
 
     def _algorithm(self, d: Dispatch):
         """The kp algorithm running d.program on d.buffers over d.groups."""
@@ -258,7 +272,14 @@ class VulkanDevice(Device):
 
     def buffer(self, nbytes, data=None, device_only=False):
         with self.lock:
-            return self._buffer(nbytes, data, device_only)
+            try:
+                return self._buffer(nbytes, data, device_only)
+            except (MemoryError, RuntimeError) as e:  # the host's or the driver's allocation
+                if isinstance(e, RuntimeError) and not any(
+                        w in str(e).lower() for w in ("memory", "alloc")):
+                    raise
+                raise MemoryError(f"the Vulkan device could not allocate a buffer of {nbytes} "
+                                  f"bytes ({type(e).__name__}: {e})") from e
 
     def _buffer(self, nbytes, data, device_only):
         import kp
@@ -278,11 +299,32 @@ class VulkanDevice(Device):
             init[: flat.size] = flat
         buf = self._track(VkBuffer(self._mgr.tensor_t(init), nbytes))
         if data is not None:  # a device tensor's initial data sits in its staging buffer until synced
-            self._mgr.sequence().eval(kp.OpTensorSyncDevice([buf.tensor]))
+            self._sequence(kp.OpTensorSyncDevice([buf.tensor])).eval()
         return buf
 
+    STAGING_KEPT_BYTES = 1 << 22  # staging tensors kept for reuse, least recently used out
+
     def _staging_for(self, buf):
-        return self._mgr.tensor_t(np.zeros(len(buf.tensor), np.float32))
+        n = len(buf.tensor)
+        tensor = self._staging.pop(n, None)
+        return tensor if tensor is not None else self._mgr.tensor_t(np.zeros(n, np.float32))
+
+    def _keep_staging(self, tensor):
+        n = len(tensor)
+        if n * 4 <= self.STAGING_KEPT_BYTES:
+            self._staging[n] = tensor
+            while sum(self._staging) * 4 > self.STAGING_KEPT_BYTES:
+                self._staging.popitem(last=False)
+
+    def _sequence(self, *ops):
+        """The device's one sequence for host transfers, recorded anew with `ops`."""
+        if self._transfers is None:
+            self._transfers = self._mgr.sequence()
+        seq = self._transfers
+        seq.clear()
+        for op in ops:
+            seq.record(op)
+        return seq
 
     def write(self, buf, data, sync=True):
         with self.lock:
@@ -295,12 +337,13 @@ class VulkanDevice(Device):
         if buf.device_only:  # through a staging tensor; two submissions, ordered by their fences
             tmp = self._staging_for(buf)
             tmp.data()[: flat.size] = flat
-            self._mgr.sequence().eval(kp.OpTensorSyncDevice([tmp]))
-            self._mgr.sequence().eval(kp.OpTensorCopy([tmp, buf.tensor]))
+            self._sequence(kp.OpTensorSyncDevice([tmp])).eval()
+            self._sequence(kp.OpTensorCopy([tmp, buf.tensor])).eval()
+            self._keep_staging(tmp)
             return
         buf.tensor.data()[: flat.size] = flat
         if sync:
-            self._mgr.sequence().eval(kp.OpTensorSyncDevice([buf.tensor]))
+            self._sequence(kp.OpTensorSyncDevice([buf.tensor])).eval()
 
     def read(self, buf, count):
         with self.lock:
@@ -311,14 +354,16 @@ class VulkanDevice(Device):
         self.finish()
         tensor = buf.tensor
         # Submissions end without a barrier of their own: make their writes visible here.
-        seq = self._mgr.sequence().record(kp.OpMemoryBarrier(
-            [buf.tensor], _SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW, _COMPUTE | _TRANSFER,
-            _TRANSFER))
+        ops = [kp.OpMemoryBarrier([buf.tensor], _SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW,
+                                  _COMPUTE | _TRANSFER, _TRANSFER)]
         if buf.device_only:
             tensor = self._staging_for(buf)
-            seq.record(kp.OpTensorCopy([buf.tensor, tensor]))
-        seq.record(kp.OpTensorSyncLocal([tensor])).eval()
-        return np.array(tensor.data()[:count], copy=True)
+            ops.append(kp.OpTensorCopy([buf.tensor, tensor]))
+        self._sequence(*ops, kp.OpTensorSyncLocal([tensor])).eval()
+        out = np.array(tensor.data()[:count], copy=True)
+        if buf.device_only:
+            self._keep_staging(tensor)
+        return out
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
         with self.lock:
