@@ -45,7 +45,7 @@ _POOL: dict = {}  # (backend, shape) -> (src, out): device arrays that outlive t
 def _cycle(backend, i: int, fresh: bool = False):
     """Make a Plan and a device array, run host and device transforms, check them, close it
     all. The device transform runs on arrays kept across cycles (`fresh`: made and closed in
-    the cycle: on Vulkan each new set of buffers gets new pipelines, see the xfail below)."""
+    the cycle: GL only, see test_cycles_with_fresh_device_arrays_return_to_baseline)."""
     shape = SIZES[i % len(SIZES)]
     x = np.full(shape, 1 + i % 5, np.complex64)
     if fresh:
