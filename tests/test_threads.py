@@ -121,15 +121,17 @@ def test_gl_context_is_free_between_calls():
     assert_accurate(got[0], np.fft.fft(x.astype(np.complex128)), 16)
     with dev.current() as ctx:
         assert dev._egl.context() == dev._handle and ctx is dev.ctx
-        assert_accurate(pyfftgl.fft(x, backend="gl"), np.fft.fft(x.astype(np.complex128)), 16)
         blocked = threading.Event()
 
         def other():
-            pyfftgl.fft(x, backend="gl")
+            pyfftgl.fft(x, backend="gl")  # the same cached plan as below
             blocked.set()
         t = threading.Thread(target=other)
         t.start()
-        assert not blocked.wait(0.5)  # waits for the lock this thread holds
+        assert not blocked.wait(0.5)  # waits for the device this thread holds
+        # ... and this thread's own call, on the plan the other one waits to run, goes through
+        # (the device is taken before a plan's lock everywhere).
+        assert_accurate(pyfftgl.fft(x, backend="gl"), np.fft.fft(x.astype(np.complex128)), 16)
     t.join(30)
     assert blocked.is_set()
     assert dev._egl.context() != dev._handle

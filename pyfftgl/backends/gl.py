@@ -15,7 +15,6 @@ dispatches and after the last.
 from __future__ import annotations
 
 import collections
-import contextlib
 import ctypes
 import threading
 import time
@@ -90,6 +89,54 @@ def _egl() -> _EGL | None:
         return _EGL()
     except (OSError, AttributeError):
         return None
+
+
+class _Current:
+    """GLDevice.current(): a class, not a generator, since every GL call enters it."""
+
+    def __init__(self, dev: "GLDevice"):
+        self.dev = dev
+
+    def __enter__(self):
+        dev = self.dev
+        dev._lock.acquire()
+        try:
+            if dev._depth:
+                dev._depth += 1
+                return dev.ctx
+            now = dev._egl.context() if dev._handle else None
+            if now == dev._handle:  # current here already (or not an EGL context we can move)
+                dev._outer = False
+            else:
+                dev._outer = dev._egl.state() if now else None
+                dev.ctx.__enter__()
+                if dev._egl.context() != dev._handle:
+                    dev.ctx.__exit__(None, None, None)
+                    if dev._outer:
+                        dev._egl.restore(dev._outer)
+                    raise RuntimeError("the GL context is current on another thread: call "
+                                       "pyfftgl on that thread, or release it there first")
+            dev._depth = 1
+            return dev.ctx
+        except BaseException:
+            dev._lock.release()
+            raise
+
+    def __exit__(self, *exc):
+        dev = self.dev
+        try:
+            dev._depth -= 1
+            if not dev._depth:
+                try:
+                    dev._collect()
+                finally:
+                    if dev._outer is not False:  # made current on entry: released again, and
+                        dev.ctx.__exit__(None, None, None)  # the thread's own EGL context back
+                        if dev._outer:
+                            dev._egl.restore(dev._outer)
+        finally:
+            dev._lock.release()
+        return False
 
 
 def _shared_memory_size() -> int:
@@ -253,6 +300,7 @@ class GLDevice(Device):
         self._own = own
         self._lock = threading.RLock()
         self._depth = 0  # nesting of current() on the thread holding the lock
+        self._outer = False  # at the outermost current(): False (was current), None or state
         self._graveyard = collections.deque()  # releases of collected objects, for the next call
         self.live = {"buffers": 0, "bytes": 0, "images": 0}  # made here and not yet released
         self._egl = _egl()
@@ -262,6 +310,7 @@ class GLDevice(Device):
         self._host = host if host is not None and host._own else None
         if own:
             ctx._pyfftgl_device = self
+        self._current = _Current(self)
         self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
         self._vkmemory, self._vkmemory_worked = None, False
         self._buffer_storage = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers)
@@ -286,41 +335,10 @@ class GLDevice(Device):
         if own and self._handle:
             ctx.__exit__(None, None, None)  # current on no thread until a call needs it
 
-    @contextlib.contextmanager
-    def current(self):
+    def current(self) -> "_Current":
         """This device's lock held and its context current on the calling thread, for the
-        calls inside (nested uses are free). Yields the ModernGL context."""
-        if self._host is not None:
-            with self._host.current() as ctx:
-                yield ctx
-            return
-        with self._lock:
-            if self._depth or not self._handle or self._egl.context() == self._handle:
-                self._depth += 1
-                try:
-                    yield self.ctx
-                finally:
-                    self._depth -= 1
-                    if not self._depth:
-                        self._collect()
-                return
-            outer = self._egl.state()
-            self.ctx.__enter__()
-            if self._egl.context() != self._handle:
-                self._egl.restore(outer)
-                raise RuntimeError("the GL context is current on another thread: call pyfftgl "
-                                   "on that thread, or release it there first")
-            self._depth = 1
-            try:
-                yield self.ctx
-            finally:
-                try:
-                    self._collect()
-                finally:
-                    self._depth = 0
-                    self.ctx.__exit__(None, None, None)
-                    if outer[3]:  # the thread's own EGL context, as it was
-                        self._egl.restore(outer)
+        calls inside (nested uses are free; `with` yields the ModernGL context)."""
+        return (self._host or self)._current
 
     def _collect(self):
         """Release what the garbage collector dropped since the last call."""
