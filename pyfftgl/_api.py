@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _validate as v
 from . import plans as _plans
+from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .planner import Step
 from .plans import cached_steps_plan
@@ -43,14 +44,26 @@ def _run(x: np.ndarray, steps: tuple[Step, ...], backend) -> np.ndarray:
     return plan.execute(x)
 
 
+def _device_args(d: DeviceArray, out, backend) -> None:
+    """A device array's call, checked before any GPU work: `d` (and a device `out`) not closed,
+    and an explicit `backend` naming the array's own device."""
+    d.buffer  # noqa: B018 (raises ValueError once closed)
+    if isinstance(out, DeviceArray):
+        out.buffer  # noqa: B018
+    if backend is not None and get_device(backend) is not d.device:
+        dev = get_device(backend)
+        raise ValueError(f"the array is on {d.device.info.api}:{d.device.info.name}, not on the "
+                         f"requested backend {dev.info.api}:{dev.info.name}; copy it with "
+                         "pyfftgl.asarray(a, backend=...)")
+
+
 def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = None,
                 out_dtype=np.complex64) -> DeviceArray:
     """Run `steps` on a device array into a new device array or `out`, with no host transfer."""
-    plan = cached_steps_plan(d.shape, tuple(steps), d.device)
-    shape = plan.spec.out_shape
+    shape = _steps_out_shape(d.shape, steps)
     if out_dtype == np.float32:
         shape = shape[:-1] + (shape[-1] * 2,)
-    if out is not None:
+    if out is not None:  # checked before any GPU work
         if not isinstance(out, DeviceArray) or out.device is not d.device:
             raise TypeError("out= for a device array must be a DeviceArray on the same device")
         if out.shape != shape or out.dtype != out_dtype:
@@ -58,6 +71,7 @@ def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = Non
                              f"{np.dtype(out_dtype)}, got {out.shape} {out.dtype}")
         if out.buffer is d.buffer:
             raise ValueError("out= must not be the input device array (no in-place transforms)")
+    plan = cached_steps_plan(d.shape, tuple(steps), d.device)
     if plan.spec.chunks > 1:  # its work buffers need several submissions: through the host
         result = plan.execute(d.get())
         if out is None:
@@ -79,7 +93,7 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     """fftn-style calls on a device array: on the device when no cropping/padding or dtype
     change is needed, else through the host."""
     s, axes = v.shape_and_axes(d, s, axes, invreal=name in ("irfft", "irfftn", "irfft2"))
-    norm = v.norm(norm)
+    norm = v.norm(norm, name.startswith("i"))
     same = all(d.shape[ax] == n for ax, n in zip(axes, s)) and len(set(axes)) == len(axes)
     last, n_last = axes[-1], s[-1]
     if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
@@ -99,6 +113,20 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     if name in ("fft", "ifft", "rfft", "irfft"):
         return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
     return _via_host(name, d, out, s=s, axes=axes, norm=norm)
+
+
+def _check_out(out, shape, dtype, ufunc: str) -> None:
+    """numpy's checks of `out=` before any GPU work: an ndarray of the result's shape that the
+    result (`dtype`) casts to, so that a bad `out` is never partly written."""
+    if out is None:
+        return
+    if not isinstance(out, np.ndarray):
+        raise TypeError("return arrays must be of ArrayType")
+    if out.shape != tuple(shape):
+        raise ValueError("output array has wrong shape.")
+    if not np.can_cast(dtype, out.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast ufunc '{ufunc}' output from {np.dtype(dtype)!r} to "
+                        f"{out.dtype!r} with casting rule 'same_kind'")
 
 
 def _finish(result: np.ndarray, out):
@@ -157,7 +185,7 @@ def _job(shape, group, steps, as_reals=False) -> _Job:
 def _c2c_jobs(x, s, axes, norm, inverse) -> _Call:
     v.complex_dtype(x.dtype)
     s, axes = v.shape_and_axes(x, s, axes)
-    norm = v.norm(norm)
+    norm = v.norm(norm, inverse)
     jobs, shape = [], x.shape
     # numpy transforms the listed axes last to first; runs of distinct axes go to the device
     # together (crop/pad along one axis commutes with transforms along the others).
@@ -169,10 +197,10 @@ def _c2c_jobs(x, s, axes, norm, inverse) -> _Call:
 
 
 def _r2c_jobs(x, s, axes, norm, name, conj_output=False) -> _Call:
-    v.real_dtype(x.dtype, name)
     s, axes = v.shape_and_axes(x, s, axes)
-    norm = v.norm(norm)
     last, n_last = axes[-1], s[-1]
+    v.real_dtype(x.dtype, name, n_last)
+    norm = v.norm(norm)
     runs = v.distinct_runs([(last, n_last)] + list(zip(axes[:-1], s[:-1]))[::-1])
     steps = [Step("r2c", last, n=n_last, norm=norm)]
     steps += [Step("c2c", ax, norm=norm) for ax, _ in runs[0][1:]]
@@ -187,7 +215,7 @@ def _r2c_jobs(x, s, axes, norm, name, conj_output=False) -> _Call:
 def _c2r_jobs(x, s, axes, norm, conj_input=False) -> _Call:
     v.complex_dtype(x.dtype)
     s, axes = v.shape_and_axes(x, s, axes, invreal=True)
-    norm = v.norm(norm)
+    norm = v.norm(norm, True)
     last, n_last = axes[-1], s[-1]
     if n_last < 1:
         raise ValueError(f"Invalid number of FFT data points ({n_last}) specified.")
@@ -235,7 +263,7 @@ def _jobs(kind, shape, dtype, *, n=None, axis=-1, s=None, axes=None, norm=None) 
     if kind in _ONE_AXIS:
         s, axes = _one_axis(kind, shape, n, axis)
     if kind in ("hfft", "ihfft"):
-        norm = _SWAP[v.norm(norm)]
+        norm = _SWAP[v.norm(norm, True)]
     if kind in _C2C:
         return _c2c_jobs(x, s, axes, norm, _C2C[kind])
     if kind in _R2C:
@@ -270,12 +298,26 @@ def _device_call(kind, d: DeviceArray, out, *, n=None, axis=-1, s=None, axes=Non
     return _device_nd(kind, d, s, axes, norm, out, _C2C.get(kind, False))
 
 
+def _ufunc(kind: str, call: _Call) -> str:
+    """The name numpy's messages give the ufunc behind `kind` (its out= cast error)."""
+    if kind == "ihfft":
+        return "conjugate"
+    if kind in _R2C:
+        return f"rfft_n_{'odd' if call.jobs[0].steps[0].n % 2 else 'even'}"
+    if kind in _C2R:
+        return "irfft"
+    return "ifft" if _C2C[kind] else "fft"
+
+
 def _call(kind, a, out, backend, **kwargs):
     """numpy.fft.<kind>(a, **kwargs) on the device."""
     if isinstance(a, DeviceArray):
+        _device_args(a, out, backend)
         return _device_call(kind, a, out, **kwargs)
     arr = v.as_array(a, kind)
-    return _finish(_execute(_jobs(kind, arr.shape, arr.dtype, **kwargs), arr, backend), out)
+    call = _jobs(kind, arr.shape, arr.dtype, **kwargs)
+    _check_out(out, call.out_shape, call.out_dtype, _ufunc(kind, call))
+    return _finish(_execute(call, arr, backend), out)
 
 
 def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
@@ -403,6 +445,8 @@ class Plan:
                 and a.buffer is replay[2] and out.buffer is replay[3]:
             replay[4].run(wait=False)  # the render loop's call: nothing to check or plan again
             return out
+        if self._closed:
+            raise ValueError(f"this Plan ({self.kind} of {self.shape}) was closed")
         if not isinstance(a, DeviceArray):
             a = np.asarray(a)
         if a.shape != self.shape:
@@ -421,6 +465,20 @@ class Plan:
         return result
 
     __call__ = execute
+
+    _closed = False
+
+    def close(self) -> None:
+        """Let go of this Plan's device plans (buffers, tables, programs: released unless the
+        plan cache still holds them, within its bounds) and its recorded call. Calling the Plan
+        afterwards raises ValueError."""
+        self.device_plans, self._pinned, self._replay, self._closed = (), {}, None, True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def __repr__(self):
         inner = "\n  ".join(repr(p) for p in self.device_plans)

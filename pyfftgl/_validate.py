@@ -13,8 +13,12 @@ def as_array(a, name: str = "fft") -> np.ndarray:
     """The input as an ndarray, rejecting dtypes numpy.fft rejects, with numpy's exception types."""
     arr = np.asarray(a)
     kind = arr.dtype.kind
+    if arr.ndim == 0:  # numpy.fft looks at the axes first: the caller raises its IndexError
+        return arr
     if kind in "USMmV":
-        # numpy 2 raises DTypePromotionError (a TypeError) when it promotes these with a float.
+        # numpy 2 raises DTypePromotionError (a TypeError) when it promotes these with a float:
+        # numpy's own error, word for word.
+        np.result_type(arr.dtype, 1.0)
         raise np.exceptions.DTypePromotionError(
             f"The DType {type(arr.dtype)} could not be promoted by {type(np.dtype(float))}. "
             "pyfftgl transforms numeric arrays only.")
@@ -25,11 +29,15 @@ def as_array(a, name: str = "fft") -> np.ndarray:
     return arr
 
 
-def norm(value) -> str:
+def norm(value, inverse: bool = False) -> str:
+    """`value` checked; numpy's message for inverse transforms (its _swap_direction) has one
+    more space than for forward ones."""
     if value is None:
         return "backward"
     if value not in NORMS:
-        raise ValueError(f'Invalid norm value {value}; should be "backward","ortho" or "forward".')
+        sep = ", " if inverse else ","
+        raise ValueError(f'Invalid norm value {value}; should be "backward"{sep}"ortho" or '
+                         '"forward".')
     return value
 
 
@@ -48,8 +56,6 @@ def axis(value, ndim: int) -> int:
 def shape_and_axes(arr: np.ndarray, s, axes, invreal: bool = False) -> tuple[list[int], list[int]]:
     """numpy 2's (s, axes) for the N-D functions: defaults, the deprecated s-without-axes form,
     -1 for "the input's length", and the irfftn default for the last axis."""
-    if arr.ndim == 0:
-        raise IndexError("tuple index out of range")
     shapeless = s is None
     if axes is not None:
         axes = [axis(ax, arr.ndim) for ax in axes]
@@ -60,8 +66,8 @@ def shape_and_axes(arr: np.ndarray, s, axes, invreal: bool = False) -> tuple[lis
         if not shapeless:
             warnings.warn("`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy "
                           "2.0).", DeprecationWarning, stacklevel=4)
-        if len(s) > arr.ndim:
-            raise ValueError("Shape and axes have different lengths.")
+        if len(s) > arr.ndim:  # numpy's axes range(-len(s), 0) start out of bounds
+            raise np.exceptions.AxisError(-len(s), arr.ndim)
         axes = list(range(arr.ndim - len(s), arr.ndim))
     if len(s) != len(axes):
         raise ValueError("Shape and axes have different lengths.")
@@ -103,16 +109,21 @@ def fit(x: np.ndarray, axes, sizes) -> np.ndarray:
     return x
 
 
-def real_dtype(dtype: np.dtype, name: str) -> None:
-    """rfft-style functions take real input only; single precision only."""
+def real_dtype(dtype: np.dtype, name: str, n: int = 0) -> None:
+    """rfft-style functions take real input only (numpy's error names its ufunc for the length
+    `n` of the last axis); single precision only."""
     if dtype.kind == "c":
-        raise TypeError(f"ufunc '{name}' does not support complex input: pass real data "
-                        "(numpy.fft.{name} raises TypeError too)")
+        raise TypeError(
+            f"ufunc 'rfft_n_{'odd' if n % 2 else 'even'}' not supported for the input types, and "
+            "the inputs could not be safely coerced to any supported types according to the "
+            "casting rule ''safe''")
     complex_dtype(dtype)
 
 
 def length(n, default: int) -> int:
     """The transform length: `n` if given (an integer >= 1), else the axis length."""
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError("an integer is required")
     value = default if n is None else operator.index(n)
     if value < 1:
         raise ValueError(f"Invalid number of FFT data points ({value}) specified.")

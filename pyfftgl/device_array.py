@@ -17,7 +17,30 @@ class DeviceArray:
     """
 
     def __init__(self, buffer, shape, dtype, device):
-        self.buffer, self.shape, self.dtype, self.device = buffer, tuple(shape), np.dtype(dtype), device
+        self._buffer, self.shape, self.dtype, self.device = buffer, tuple(shape), np.dtype(dtype), device
+
+    @property
+    def buffer(self):
+        """The device buffer; ValueError once closed (before any GPU work touches it)."""
+        if self._buffer is None:
+            raise ValueError(f"this DeviceArray {self.shape} {self.dtype} was closed; its device "
+                             "memory is released")
+        return self._buffer
+
+    @property
+    def closed(self) -> bool:
+        return self._buffer is None
+
+    def close(self) -> None:
+        """Drop this array's device buffer: its memory is released once no other array (a view)
+        or recorded submission uses it. Using the array afterwards raises ValueError."""
+        self._buffer = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -41,6 +64,8 @@ class DeviceArray:
         return DeviceArray(self.buffer, self.shape[:-1] + (last,), dtype, self.device)
 
     def __repr__(self):
+        if self.closed:
+            return f"<DeviceArray shape={self.shape} dtype={self.dtype}, closed>"
         return (f"<DeviceArray shape={self.shape} dtype={self.dtype} on "
                 f"{self.device.info.api}:{self.device.info.name}>")
 

@@ -44,7 +44,7 @@ class Spectrum:
 
     def get(self) -> np.ndarray:
         """A host copy: complex64 of shape (height, width), or (height, width, 2) per field."""
-        flat = self.owner.device.read(self.buffer, 2 * self.fields * self.owner.size)
+        flat = self.owner.device.read(self.buffer, 2 * self.fields * self.owner.size)  # locks
         return flat.view(np.complex64).reshape(self.shape)
 
     def __repr__(self):
@@ -190,12 +190,14 @@ class TextureFFT:
     def forward(self, src, dst=None):
         """fft2 of every field of `src` (a texture or a list of them) into `dst` (default: new
         textures of src's format; rg32f for r32f; `dst is src` works). Returns dst."""
-        return self._transform(False, src, dst)
+        with self.device.current():  # from any thread (see backends/gl.py)
+            return self._transform(False, src, dst)
 
     def inverse(self, src, dst=None):
         """ifft2 of every field of `src` into `dst` (default: new textures of src's format; an
         r32f dst keeps the real part). Returns dst."""
-        return self._transform(True, src, dst)
+        with self.device.current():
+            return self._transform(True, src, dst)
 
     def spectrum(self, kernel, *, frequency: bool = False) -> Spectrum:
         """numpy's fft2 of `kernel`, kept on the GPU for convolve(). `kernel`: a (height, width)
@@ -203,6 +205,10 @@ class TextureFFT:
         (height, width, 4) float RGBA (one per field), or a texture (its fields). The kernel's
         origin is element [0, 0] (np.fft.ifftshift a centred one). frequency=True: `kernel`
         already is the spectrum, (height, width) or (height, width, 2), uploaded as is."""
+        with self.device.current():
+            return self._spectrum(kernel, frequency)
+
+    def _spectrum(self, kernel, frequency: bool) -> Spectrum:
         if hasattr(kernel, "components") and hasattr(kernel, "size"):
             if frequency:
                 raise TypeError("frequency=True takes a numpy array, not a texture")
@@ -246,6 +252,10 @@ class TextureFFT:
         """numpy's ifft2(fft2(src) * spectrum) for every field of `src` (a texture or a list),
         into `dst` (default: new textures of src's format; `dst is src` works), in one
         submission with the multiply fused into the forward transform's last pass. Returns dst."""
+        with self.device.current():
+            return self._convolve(src, spectrum, dst)
+
+    def _convolve(self, src, spectrum: Spectrum, dst):
         if not isinstance(spectrum, Spectrum) or spectrum.owner is not self:
             raise TypeError("spectrum must come from this TextureFFT's spectrum()")
         pairs, many = self._pairs(src, dst, lambda fs: fs, real_out=True)
@@ -282,10 +292,12 @@ class TextureFFT:
 
     def close(self):
         """Release the plans' GL objects (after the GPU is done with them)."""
-        self.device.finish()
-        self._recorded.clear()
-        self._plans.clear()
-        self._mid.clear()
+        with self.device.current():
+            self.device.finish()
+            with self._lock:
+                self._recorded.clear()
+                self._plans.clear()
+                self._mid.clear()
 
     def __enter__(self):
         return self

@@ -221,7 +221,9 @@ class TransformPlan:
         else:
             out_view = out
         total = 0.0
-        with self._lock:  # the plan's buffers are shared by every call
+        # The plan's buffers are shared by every call; the device held once for all transfers
+        # (taken before the plan's lock, everywhere: a thread holding the device may call).
+        with self.device.current(), self._lock:
             if self._host_run is None:
                 self._host_run = self.device.record(self._dispatches, uploads=[self._own("in")],
                                                     downloads=[self._own("out")])
@@ -240,7 +242,7 @@ class TransformPlan:
         """The recorded submission binding `resources` (name -> buffer or image), recorded once
         per set of resources among the last RECORDED used."""
         key = tuple((name, id(r)) for name, r in sorted(resources.items()))
-        with self._lock:
+        with self.device.current(), self._lock:  # the device first, as in execute()
             entry = self._recorded.get(key)
             if entry is None or any(entry[0][n] is not r for n, r in resources.items()):
                 sub = self.device.record([d for ds in self.dispatches(resources) for d in ds])

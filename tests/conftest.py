@@ -24,10 +24,12 @@ def pytest_collection_modifyitems(items):
 def backend(request):
     device = get_device(request.param)  # raises BackendUnavailable (fails the test) if missing
     if request.param == "gl":
-        assert device.ctx.error == "GL_NO_ERROR"
+        with device.current():  # current only inside calls (backends/gl.py)
+            assert device.ctx.error == "GL_NO_ERROR"
     yield request.param
     if request.param == "gl":
-        assert device.ctx.error == "GL_NO_ERROR"
+        with device.current():
+            assert device.ctx.error == "GL_NO_ERROR"
 
 
 def random_complex(shape, seed=0):

@@ -125,7 +125,8 @@ def test_gl_large_buffers_take_vulkan_memory_where_the_drivers_share_it():
     ref = np.fft.fft(x.astype(np.complex128))
     got = pyfftgl.fft(x, backend="gl")
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-6
-    assert dev.ctx.error == "GL_NO_ERROR"
+    with dev.current():
+        assert dev.ctx.error == "GL_NO_ERROR"
     if not dev.vulkan_memory:
         pytest.skip(f"this GL driver does not take Vulkan's memory: {dev.vulkan_memory_note}")
     live = dev._vkmemory.live
@@ -137,7 +138,8 @@ def test_gl_large_buffers_take_vulkan_memory_where_the_drivers_share_it():
     del big
     gc.collect()
     assert dev._vkmemory.live == live
-    assert dev.ctx.error == "GL_NO_ERROR"
+    with dev.current():
+        assert dev.ctx.error == "GL_NO_ERROR"
 
 
 def test_gl_vulkan_memory_can_be_turned_off():

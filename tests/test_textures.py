@@ -14,10 +14,13 @@ COMPONENTS = {"r32f": 1, "rg32f": 2, "rgba32f": 4}
 def ctx():
     # The library's own headless context: a second context made current in this process would
     # take GL calls away from the GL backend's objects in the tests that follow.
+    # The library's context is current only inside its calls (backends/gl.py): these tests
+    # make textures on it directly, so it is held current (and locked) for the module.
     dev = get_device("gl")
-    assert dev.ctx.error == "GL_NO_ERROR"
-    yield dev.ctx
-    assert dev.ctx.error == "GL_NO_ERROR"
+    with dev.current():
+        assert dev.ctx.error == "GL_NO_ERROR"
+        yield dev.ctx
+        assert dev.ctx.error == "GL_NO_ERROR"
 
 
 def texture(ctx, a):

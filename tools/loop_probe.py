@@ -86,8 +86,12 @@ def torch_loop(kind, shape, dtype):
 
 
 def filter_frame(shape):
-    import moderngl
-    ctx = get_device("gl").ctx
+    dev = get_device("gl")
+    with dev.current():  # the library's context is current only inside its calls
+        return _filter_frame(dev.ctx, shape)
+
+
+def _filter_frame(ctx, shape):
     h, w = shape
     fft = pyfftgl.gl.TextureFFT(ctx, shape)
     img = np.random.default_rng(1).random((h, w, 4)).astype(np.float32)

@@ -10,6 +10,7 @@ without new pipelines (as GLFFT binds on the command buffer). Everything above t
 from __future__ import annotations
 
 import abc
+import contextlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -103,6 +104,11 @@ class Submission(abc.ABC):
 
 class Device(abc.ABC):
     info: DeviceInfo
+
+    def current(self):
+        """A context for a run of calls from one thread that holds the device throughout (GL:
+        its lock, its context current once for all of them); nothing where the API needs it."""
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     def program(self, source: str, push_names: Sequence[str] = ()) -> Program:

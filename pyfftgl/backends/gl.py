@@ -1,13 +1,22 @@
 """OpenGL 4.3+ backend through ModernGL: SSBOs, compute shaders, timer queries.
 
 By default it opens its own headless EGL context; pass a ModernGL context to share the caller's
-(the render-loop case). The GL state a submission changes: SSBO bindings 0-3 and image units 0-1
+(the render-loop case).
+
+Threads: every call takes the device's lock and makes the context current on the calling thread
+for its duration (GLDevice.current). The library's own context is current on no thread between
+calls, so any thread may call; code that uses `device.ctx` directly does so inside
+`with device.current():`. A caller's context is made current the same way where it is an EGL
+context current on no other thread; where it is current on the calling thread it is used as is.
+GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL state a submission changes: SSBO bindings 0-3 and image units 0-1
 of the kernels it runs, the bound compute program, and a memory barrier (all bits) between its
 dispatches and after the last.
 """
 from __future__ import annotations
 
+import collections
 import ctypes
+import threading
 import time
 import weakref
 from typing import Sequence
@@ -49,6 +58,87 @@ def gl_proc(name: str, restype, *argtypes):
     return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
 
 
+class _EGL:
+    """The EGL calls that find and restore the context current on a thread (None where there
+    is no libEGL: GLX contexts are then used on the thread that made them current)."""
+
+    DRAW, READ = 0x3059, 0x305A
+
+    def __init__(self):
+        egl = ctypes.CDLL("libEGL.so.1")
+        for name in ("eglGetCurrentContext", "eglGetCurrentDisplay", "eglGetCurrentSurface"):
+            getattr(egl, name).restype = ctypes.c_void_p
+        egl.eglGetCurrentSurface.argtypes = [ctypes.c_int32]
+        egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
+        self.lib = egl
+
+    def context(self) -> int | None:
+        return self.lib.eglGetCurrentContext()
+
+    def state(self) -> tuple:
+        e = self.lib
+        return (e.eglGetCurrentDisplay(), e.eglGetCurrentSurface(self.DRAW),
+                e.eglGetCurrentSurface(self.READ), e.eglGetCurrentContext())
+
+    def restore(self, state: tuple) -> None:
+        self.lib.eglMakeCurrent(*state)
+
+
+def _egl() -> _EGL | None:
+    try:
+        return _EGL()
+    except (OSError, AttributeError):
+        return None
+
+
+class _Current:
+    """GLDevice.current(): a class, not a generator, since every GL call enters it."""
+
+    def __init__(self, dev: "GLDevice"):
+        self.dev = dev
+
+    def __enter__(self):
+        dev = self.dev
+        dev._lock.acquire()
+        try:
+            if dev._depth:
+                dev._depth += 1
+                return dev.ctx
+            now = dev._egl.context() if dev._handle else None
+            if now == dev._handle:  # current here already (or not an EGL context we can move)
+                dev._outer = False
+            else:
+                dev._outer = dev._egl.state() if now else None
+                dev.ctx.__enter__()
+                if dev._egl.context() != dev._handle:
+                    dev.ctx.__exit__(None, None, None)
+                    if dev._outer:
+                        dev._egl.restore(dev._outer)
+                    raise RuntimeError("the GL context is current on another thread: call "
+                                       "pyfftgl on that thread, or release it there first")
+            dev._depth = 1
+            return dev.ctx
+        except BaseException:
+            dev._lock.release()
+            raise
+
+    def __exit__(self, *exc):
+        dev = self.dev
+        try:
+            dev._depth -= 1
+            if not dev._depth:
+                try:
+                    dev._collect()
+                finally:
+                    if dev._outer is not False:  # made current on entry: released again, and
+                        dev.ctx.__exit__(None, None, None)  # the thread's own EGL context back
+                        if dev._outer:
+                            dev._egl.restore(dev._outer)
+        finally:
+            dev._lock.release()
+        return False
+
+
 def _shared_memory_size() -> int:
     """glGetIntegerv(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE): ModernGL's ctx.info leaves it out."""
     try:
@@ -62,6 +152,8 @@ def _shared_memory_size() -> int:
 
 class GLBuffer(Buffer):
     def __init__(self, buf, nbytes: int, release=None, vulkan_memory: bool = False):
+        """`release`: deletes the GL buffer; called (GLDevice.deferred) by the device's next
+        call after this object is collected."""
         self.buf = buf
         self.nbytes = nbytes
         self.vulkan_memory = vulkan_memory  # see _vkmemory
@@ -142,16 +234,16 @@ class GLSubmission(Submission):
             ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
 
     def run(self, inputs=(), *, timed=False, wait=True):
-        ctx = self._device.ctx
-        for (buf, staging), data in zip(self._uploads, inputs):
-            raw = np.ascontiguousarray(data).tobytes()
-            staging.write(raw)
-            ctx.copy_buffer(buf.buf, staging, size=len(raw))
-        try:
-            return self._timed_dispatch() if timed else self._dispatch_all()
-        finally:
-            for buf, staging in self._downloads:
-                ctx.copy_buffer(staging, buf.buf, size=buf.nbytes)
+        with self._device.current() as ctx:
+            for (buf, staging), data in zip(self._uploads, inputs):
+                raw = np.ascontiguousarray(data).tobytes()
+                staging.write(raw)
+                ctx.copy_buffer(buf.buf, staging, size=len(raw))
+            try:
+                return self._timed_dispatch() if timed else self._dispatch_all()
+            finally:
+                for buf, staging in self._downloads:
+                    ctx.copy_buffer(staging, buf.buf, size=buf.nbytes)
 
     def _timed_dispatch(self):
         ctx = self._device.ctx
@@ -172,7 +264,8 @@ class GLSubmission(Submission):
 
     def result(self, i=0):
         buf, staging = self._downloads[i]
-        return np.frombuffer(staging.read(size=buf.nbytes), np.float32).copy()
+        with self._device.current():
+            return np.frombuffer(staging.read(size=buf.nbytes), np.float32).copy()
 
 
 class GLDevice(Device):
@@ -198,11 +291,26 @@ class GLDevice(Device):
                 f"OpenGL {ctx.version_code // 100}.{ctx.version_code % 100 // 10} has no compute "
                 "shaders; pyfftgl needs OpenGL 4.3 or newer")
         if own:
-            # Release GL objects when Python drops them; ModernGL's default keeps every buffer
-            # and program alive until released by hand, so evicted plans would hold their memory.
+            # Release GL objects when Python drops them, at the next call (the collector may
+            # run on a thread without the context); ModernGL's default keeps every buffer and
+            # program alive until released by hand, so evicted plans would hold their memory.
             # A caller's context keeps its own mode: the objects made here release themselves.
-            ctx.gc_mode = "auto"
+            ctx.gc_mode = "context_gc"
         self.ctx = ctx
+        self._own = own
+        self._lock = threading.RLock()
+        self._depth = 0  # nesting of current() on the thread holding the lock
+        self._outer = False  # at the outermost current(): False (was current), None or state
+        self._graveyard = collections.deque()  # releases of collected objects, for the next call
+        self.live = {"buffers": 0, "bytes": 0, "images": 0}  # made here and not yet released
+        self._egl = _egl()
+        self._handle = self._egl.context() if self._egl else None  # current: just made/passed
+        host = getattr(ctx, "_pyfftgl_device", None)
+        # Another device on the library's own context shares its lock and its switching.
+        self._host = host if host is not None and host._own else None
+        if own:
+            ctx._pyfftgl_device = self
+        self._current = _Current(self)
         self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
         self._vkmemory, self._vkmemory_worked = None, False
         self._buffer_storage = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers)
@@ -224,22 +332,55 @@ class GLDevice(Device):
             ),
             is_software="llvmpipe" in renderer or "softpipe" in renderer,
         )
+        if own and self._handle:
+            ctx.__exit__(None, None, None)  # current on no thread until a call needs it
+
+    def current(self) -> "_Current":
+        """This device's lock held and its context current on the calling thread, for the
+        calls inside (nested uses are free; `with` yields the ModernGL context)."""
+        return (self._host or self)._current
+
+    def _collect(self):
+        """Release what the garbage collector dropped since the last call."""
+        while self._graveyard:
+            self._graveyard.popleft()()
+        if self._own:  # ModernGL's queue (gc_mode "context_gc"); ctx.gc() fails on objects
+            objects = self.ctx.objects  # released by hand, which are queued too
+            while objects:
+                obj = objects.popleft()
+                if hasattr(obj, "release"):
+                    obj.release()
+
+    def deferred(self, release, kind: str = "buffers", nbytes: int = 0):
+        """`release` for a finalizer: queued, and run by the next call with the context current.
+        Counts the object as live until then."""
+        live = self.live
+        live[kind] += 1
+        live["bytes"] += nbytes
+
+        def run():
+            release()
+            live[kind] -= 1
+            live["bytes"] -= nbytes
+        return lambda: self._graveyard.append(run)
 
     def program(self, source, push_names=()):
         from ..shaders import ShaderCompileError
-        try:
-            shader = self.ctx.compute_shader(source)
-        except Exception as e:
-            raise ShaderCompileError(f"GL compute shader failed to compile: {e}") from e
-        return GLProgram(shader, tuple(push_names))
+        with self.current():
+            try:
+                shader = self.ctx.compute_shader(source)
+            except Exception as e:
+                raise ShaderCompileError(f"GL compute shader failed to compile: {e}") from e
+            return GLProgram(shader, tuple(push_names))
 
     def buffer(self, nbytes, data=None, device_only=False):
-        buf = self._vulkan_buffer(nbytes) if nbytes >= VULKAN_MEMORY_MIN_BYTES else None
-        if buf is None:
-            buf = self._storage_buffer(max(4, nbytes))
-        if data is not None:
-            self.write(buf, data)
-        return buf
+        with self.current():
+            buf = self._vulkan_buffer(nbytes) if nbytes >= VULKAN_MEMORY_MIN_BYTES else None
+            if buf is None:
+                buf = self._storage_buffer(max(4, nbytes))
+            if data is not None:
+                self.write(buf, data)
+            return buf
 
     def _storage_buffer(self, nbytes: int) -> GLBuffer:
         """A buffer of immutable storage that the host can neither map nor write (flags 0): the
@@ -257,8 +398,12 @@ class GLDevice(Device):
             except OSError:  # before GL 4.5: mutable storage, still never read or written in place
                 self._buffer_storage = False
         if not self._buffer_storage:
-            buf = self.ctx.buffer(reserve=nbytes)
-            return GLBuffer(buf, nbytes, buf.release)
+            try:
+                buf = self.ctx.buffer(reserve=nbytes)
+            except Exception as e:  # ModernGL's Error: the driver's allocation failed
+                raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} "
+                                  f"bytes ({e})") from e
+            return GLBuffer(buf, nbytes, self.deferred(buf.release, nbytes=nbytes))
         create, storage, delete, query = self._buffer_storage
         name, size = ctypes.c_uint32(0), ctypes.c_int64(0)
         create(1, ctypes.byref(name))
@@ -266,16 +411,19 @@ class GLDevice(Device):
         query(name.value, GL_BUFFER_SIZE, ctypes.byref(size))
         if size.value != nbytes:
             delete(1, ctypes.byref(name))
-            raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} bytes")
+            error = self.ctx.error  # read (and so cleared) here: the failure is reported below
+            raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} bytes "
+                              f"({error})")
         return GLBuffer(self.ctx.external_buffer(name.value, nbytes), nbytes,
-                        lambda: delete(1, ctypes.byref(name)))
+                        self.deferred(lambda: delete(1, ctypes.byref(name)), nbytes=nbytes))
 
     def image(self, width: int, height: int, fmt: str) -> GLImage:
         """A texture of the plan's own (width x height, GLSL image format `fmt`)."""
         components = {"r32f": 1, "rg32f": 2, "rgba32f": 4}[fmt]
-        texture = self.ctx.texture((width, height), components, dtype="f4")
+        with self.current():
+            texture = self.ctx.texture((width, height), components, dtype="f4")
         image = GLImage(texture)
-        weakref.finalize(image, texture.release).atexit = False
+        weakref.finalize(image, self.deferred(texture.release, "images")).atexit = False
         return image
 
     @classmethod
@@ -303,28 +451,32 @@ class GLDevice(Device):
                 self.vulkan_memory, self.vulkan_memory_note = False, str(e)
             return None
         self._vkmemory_worked = True
-        return GLBuffer(buf, nbytes, release, vulkan_memory=True)
+        return GLBuffer(buf, nbytes, self.deferred(release, nbytes=nbytes), vulkan_memory=True)
 
     def write(self, buf, data):
         # Through a CPU-side staging buffer copied on the GPU: a kernel's buffer written with
         # glBufferSubData is moved to system memory by NVIDIA's driver (see GLSubmission).
         raw = np.ascontiguousarray(data).tobytes()
-        staging = self.ctx.buffer(raw, dynamic=True)
-        self.ctx.copy_buffer(buf.buf, staging, size=len(raw))
-        staging.release()
+        with self.current():
+            staging = self.ctx.buffer(raw, dynamic=True)
+            self.ctx.copy_buffer(buf.buf, staging, size=len(raw))
+            staging.release()
 
     def read(self, buf, count):
         # Through a staging copy on the GPU, never from the buffer itself (see _storage_buffer).
-        self.ctx.memory_barrier()
-        staging = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
-        try:
-            self.ctx.copy_buffer(staging, buf.buf, size=count * 4)
-            return np.frombuffer(staging.read(size=count * 4), np.float32).copy()
-        finally:
-            staging.release()
+        with self.current():
+            self.ctx.memory_barrier()
+            staging = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
+            try:
+                self.ctx.copy_buffer(staging, buf.buf, size=count * 4)
+                return np.frombuffer(staging.read(size=count * 4), np.float32).copy()
+            finally:
+                staging.release()
 
     def finish(self):
-        self.ctx.finish()
+        with self.current():
+            self.ctx.finish()
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
-        return GLSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)
+        with self.current():
+            return GLSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import threading
 import weakref
+from collections import OrderedDict
 from typing import Sequence
 
 import numpy as np
@@ -122,6 +124,10 @@ class VkSubmission(Submission):
         return seq
 
     def run(self, inputs=(), *, timed=False, wait=True):
+        with self._device.lock:  # the ring's state and the queue, one thread at a time
+            return self._run(inputs, timed, wait)
+
+    def _run(self, inputs, timed, wait):
         if inputs or self._downloads or timed:
             # Host data in or out: its staging memory is shared by every replay, so the ones
             # still running finish first.
@@ -160,13 +166,15 @@ class VkSubmission(Submission):
 
     def finish(self):
         """Wait for every replay left running by run(wait=False)."""
-        if self._running:
-            self._await(self._running[-1])
+        with self._device.lock:
+            if self._running:
+                self._await(self._running[-1])
 
     def result(self, i=0):
-        self.finish()
-        buf = self._downloads[i]
-        return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
+        with self._device.lock:
+            self.finish()
+            buf = self._downloads[i]
+            return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
 
 
 class VulkanDevice(Device):
@@ -210,27 +218,44 @@ class VulkanDevice(Device):
             is_software=props["device_type"] == "cpu",
         )
         self._pending: set[VkSubmission] = set()  # run with wait=False, not yet waited for
+        # Held by every call that submits, waits or touches host-visible memory: a Vulkan queue
+        # and kp's sequences are not safe to use from two threads at once.
+        self.lock = threading.RLock()
         # kp binds tensors when it makes an algorithm (a pipeline and its descriptor set), so the
         # binding of each (program, grid, buffers) is made once and kept while all of them live.
         self._algorithms: dict[tuple, object] = {}
         self._keys_of: dict[int, set] = {}  # id of a buffer or program -> its keys above
+        self.live = {"buffers": 0, "bytes": 0}  # buffers made here and not yet collected
+        # kp's Manager keeps a record of every tensor and sequence it ever made (a few hundred
+        # bytes each, for the process's life), so host transfers reuse one sequence and keep
+        # small staging tensors, by size, instead of making new ones per call.
+        self._transfers = None
+        self._staging: OrderedDict = OrderedDict()
 
     def finish(self):
         """Wait for every submission still running (before the host reads or writes memory)."""
-        for sub in list(self._pending):
-            sub.finish()
+        with self.lock:
+            for sub in list(self._pending):
+                sub.finish()
 
     def program(self, source, push_names=()):
         return self._track(VkProgram(shaders.compile_spirv(source), tuple(push_names)))
 
     def _track(self, obj):
         """Forget the algorithms bound to `obj` (a buffer or program) when it is collected."""
-        weakref.finalize(obj, self._forget, id(obj)).atexit = False
+        nbytes = obj.nbytes if isinstance(obj, VkBuffer) else None
+        if nbytes is not None:
+            self.live["buffers"] += 1
+            self.live["bytes"] += nbytes
+        weakref.finalize(obj, self._forget, id(obj), nbytes).atexit = False
         return obj
 
-    def _forget(self, ident: int):
+    def _forget(self, ident: int, nbytes: int | None = None):
         for key in self._keys_of.pop(ident, ()):
             self._algorithms.pop(key, None)
+        if nbytes is not None:
+            self.live["buffers"] -= 1
+            self.live["bytes"] -= nbytes
 
     def _algorithm(self, d: Dispatch):
         """The kp algorithm running d.program on d.buffers over d.groups."""
@@ -246,6 +271,17 @@ class VulkanDevice(Device):
         return algo
 
     def buffer(self, nbytes, data=None, device_only=False):
+        with self.lock:
+            try:
+                return self._buffer(nbytes, data, device_only)
+            except (MemoryError, RuntimeError) as e:  # the host's or the driver's allocation
+                if isinstance(e, RuntimeError) and not any(
+                        w in str(e).lower() for w in ("memory", "alloc")):
+                    raise
+                raise MemoryError(f"the Vulkan device could not allocate a buffer of {nbytes} "
+                                  f"bytes ({type(e).__name__}: {e})") from e
+
+    def _buffer(self, nbytes, data, device_only):
         import kp
         count = max(1, -(-nbytes // 4))
         if device_only:
@@ -263,39 +299,72 @@ class VulkanDevice(Device):
             init[: flat.size] = flat
         buf = self._track(VkBuffer(self._mgr.tensor_t(init), nbytes))
         if data is not None:  # a device tensor's initial data sits in its staging buffer until synced
-            self._mgr.sequence().eval(kp.OpTensorSyncDevice([buf.tensor]))
+            self._sequence(kp.OpTensorSyncDevice([buf.tensor])).eval()
         return buf
 
+    STAGING_KEPT_BYTES = 1 << 22  # staging tensors kept for reuse, least recently used out
+
     def _staging_for(self, buf):
-        return self._mgr.tensor_t(np.zeros(len(buf.tensor), np.float32))
+        n = len(buf.tensor)
+        tensor = self._staging.pop(n, None)
+        return tensor if tensor is not None else self._mgr.tensor_t(np.zeros(n, np.float32))
+
+    def _keep_staging(self, tensor):
+        n = len(tensor)
+        if n * 4 <= self.STAGING_KEPT_BYTES:
+            self._staging[n] = tensor
+            while sum(self._staging) * 4 > self.STAGING_KEPT_BYTES:
+                self._staging.popitem(last=False)
+
+    def _sequence(self, *ops):
+        """The device's one sequence for host transfers, recorded anew with `ops`."""
+        if self._transfers is None:
+            self._transfers = self._mgr.sequence()
+        seq = self._transfers
+        seq.clear()
+        for op in ops:
+            seq.record(op)
+        return seq
 
     def write(self, buf, data, sync=True):
+        with self.lock:
+            self._write(buf, data, sync)
+
+    def _write(self, buf, data, sync):
         import kp
         self.finish()
         flat = np.ascontiguousarray(data).view(np.float32).ravel()
         if buf.device_only:  # through a staging tensor; two submissions, ordered by their fences
             tmp = self._staging_for(buf)
             tmp.data()[: flat.size] = flat
-            self._mgr.sequence().eval(kp.OpTensorSyncDevice([tmp]))
-            self._mgr.sequence().eval(kp.OpTensorCopy([tmp, buf.tensor]))
+            self._sequence(kp.OpTensorSyncDevice([tmp])).eval()
+            self._sequence(kp.OpTensorCopy([tmp, buf.tensor])).eval()
+            self._keep_staging(tmp)
             return
         buf.tensor.data()[: flat.size] = flat
         if sync:
-            self._mgr.sequence().eval(kp.OpTensorSyncDevice([buf.tensor]))
+            self._sequence(kp.OpTensorSyncDevice([buf.tensor])).eval()
 
     def read(self, buf, count):
+        with self.lock:
+            return self._read(buf, count)
+
+    def _read(self, buf, count):
         import kp
         self.finish()
         tensor = buf.tensor
         # Submissions end without a barrier of their own: make their writes visible here.
-        seq = self._mgr.sequence().record(kp.OpMemoryBarrier(
-            [buf.tensor], _SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW, _COMPUTE | _TRANSFER,
-            _TRANSFER))
+        ops = [kp.OpMemoryBarrier([buf.tensor], _SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW,
+                                  _COMPUTE | _TRANSFER, _TRANSFER)]
         if buf.device_only:
             tensor = self._staging_for(buf)
-            seq.record(kp.OpTensorCopy([buf.tensor, tensor]))
-        seq.record(kp.OpTensorSyncLocal([tensor])).eval()
-        return np.array(tensor.data()[:count], copy=True)
+            ops.append(kp.OpTensorCopy([buf.tensor, tensor]))
+        self._sequence(*ops, kp.OpTensorSyncLocal([tensor])).eval()
+        out = np.array(tensor.data()[:count], copy=True)
+        if buf.device_only:
+            self._keep_staging(tensor)
+        return out
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
-        return VkSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)
+        with self.lock:
+            return VkSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)

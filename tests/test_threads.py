@@ -1,0 +1,137 @@
+"""Every public call from many threads at once, on both APIs, each result checked against
+numpy in float64: host arrays of mixed sizes (radix, mixed radix, Bluestein, real), device
+arrays, a Plan shared by all threads and Plans of each thread's own; on GL also a TextureFFT
+shared by all threads. (GL makes its context current on the calling thread under the device's
+lock: backends/gl.py.)"""
+import threading
+
+import numpy as np
+import pytest
+
+import pyfftgl
+import pyfftgl.gl
+from pyfftgl.backends import get_device
+
+from conftest import assert_accurate
+
+THREADS = 8
+ROUNDS = 2
+
+
+def _work(backend, k: int, shared, texture_fft):
+    """One thread's mixed calls; returns how many results it checked."""
+    rng = np.random.default_rng(k)
+    checked = 0
+    for r in range(ROUNDS):
+        n = (64, 48, 127, 250, 96, 384, 35, 160)[(k + 3 * r) % 8]
+        x = (rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))).astype(np.complex64)
+        x64 = x.astype(np.complex128)
+        f = 2.0 if n in (127, 35) else 1.0  # Bluestein lengths
+        assert_accurate(pyfftgl.fft(x, backend=backend), np.fft.fft(x64), n, f)
+        assert_accurate(pyfftgl.ifft(x, backend=backend), np.fft.ifft(x64), n, f)
+        real = x.real.copy()
+        assert_accurate(pyfftgl.rfft(real, backend=backend), np.fft.rfft(real.astype(float)), n, f)
+        assert_accurate(pyfftgl.irfft(x, n=2 * n - 2, backend=backend),
+                        np.fft.irfft(x64, n=2 * n - 2), 2 * n, f)
+        img = x.reshape(-1)[: 8 * 24].reshape(8, 24) if x.size >= 192 else np.resize(x, (8, 24))
+        # device arrays: upload, a transform that stays on the device, a reused out=, download
+        d = pyfftgl.asarray(img, backend=backend)
+        out = pyfftgl.asarray(np.zeros_like(img), backend=backend)
+        y = pyfftgl.fft2(d)
+        pyfftgl.ifft2(y, out=out)
+        assert_accurate(y.get(), np.fft.fft2(img.astype(np.complex128)), img.size)
+        assert_accurate(out.get(), img.astype(np.complex128), img.size, 1.5)
+        d.close()
+        # the shared Plan, host and device calls
+        s = (rng.standard_normal(shared.shape) + 1j).astype(np.complex64)
+        assert_accurate(shared(s), np.fft.fft2(s.astype(np.complex128)), s.size)
+        ds = pyfftgl.asarray(s, backend=backend)
+        dout = pyfftgl.asarray(np.zeros_like(s), backend=backend)
+        shared(ds, out=dout)
+        assert_accurate(dout.get(), np.fft.fft2(s.astype(np.complex128)), s.size)
+        # a Plan of this thread's own, closed after use
+        with pyfftgl.plan((4, n), np.float32, kind="rfft", backend=backend) as p:
+            assert_accurate(p(real[:1].repeat(4, 0)), np.fft.rfft(real[:1].repeat(4, 0)
+                                                                  .astype(float)), n, f)
+        checked += 11
+        if texture_fft is not None:
+            checked += _texture_round(texture_fft, rng)
+    return checked
+
+
+def _texture_round(fft, rng):
+    dev = fft.device
+    h, w = fft.shape
+    a = rng.standard_normal((h, w, 2)).astype(np.float32)
+    with dev.current():  # the caller's own GL calls on the library's context
+        src = dev.ctx.texture((w, h), 2, dtype="f4")
+        src.write(a.tobytes())
+    dst = fft.forward(src)
+    with dev.current():
+        got = np.frombuffer(dst.read(), np.float32).reshape(h, w, 2)
+        src.release()
+        dst.release()
+    z = a[..., 0].astype(np.float64) + 1j * a[..., 1]
+    assert_accurate(got[..., 0] + 1j * got[..., 1], np.fft.fft2(z), h * w)
+    return 1
+
+
+def test_many_threads_at_once(backend):
+    dev = get_device(backend)
+    shared = pyfftgl.plan((16, 32), np.complex64, kind="fft2", backend=backend)
+    texture_fft = None
+    if backend == "gl":
+        texture_fft = pyfftgl.gl.TextureFFT(dev.ctx, (16, 40))
+    start = threading.Barrier(THREADS)
+    results, errors = {}, []
+
+    def run(k):
+        try:
+            start.wait()
+            results[k] = _work(backend, k, shared, texture_fft)
+        except BaseException as e:  # reported by the main thread
+            errors.append((k, e))
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    if errors:
+        raise errors[0][1]
+    per = 11 * ROUNDS + (ROUNDS if texture_fft is not None else 0)
+    assert results == {k: per for k in range(THREADS)}
+    shared.close()
+    if texture_fft is not None:
+        texture_fft.close()
+        with dev.current():
+            assert dev.ctx.error == "GL_NO_ERROR"
+
+
+def test_gl_context_is_free_between_calls():
+    """The library's GL context is current on no thread between calls, so a thread that never
+    made it current can call; inside `with device.current()` it is held by that thread."""
+    dev = get_device("gl")
+    x = np.arange(16, dtype=np.float32).astype(np.complex64)
+    assert dev._egl.context() != dev._handle  # not current here between calls
+    got = []
+    t = threading.Thread(target=lambda: got.append(pyfftgl.fft(x, backend="gl")))
+    t.start()
+    t.join(30)
+    assert_accurate(got[0], np.fft.fft(x.astype(np.complex128)), 16)
+    with dev.current() as ctx:
+        assert dev._egl.context() == dev._handle and ctx is dev.ctx
+        blocked = threading.Event()
+
+        def other():
+            pyfftgl.fft(x, backend="gl")  # the same cached plan as below
+            blocked.set()
+        t = threading.Thread(target=other)
+        t.start()
+        assert not blocked.wait(0.5)  # waits for the device this thread holds
+        # ... and this thread's own call, on the plan the other one waits to run, goes through
+        # (the device is taken before a plan's lock everywhere).
+        assert_accurate(pyfftgl.fft(x, backend="gl"), np.fft.fft(x.astype(np.complex128)), 16)
+    t.join(30)
+    assert blocked.is_set()
+    assert dev._egl.context() != dev._handle
