@@ -36,8 +36,8 @@ def _cases(backend):
         ("line", _plan(backend, (5, 256), (1,)), (5, 256)),
         ("four-step", _plan(backend, (3, 2**14), (1,), SMALL), (3, 2**14)),
         ("bluestein", _plan(backend, (4, 1009), (1,)), (4, 1009)),
-        ("rfft", _plan(backend, (4, 128), None, steps=[("r2c", 1, 256, "backward")]), (4, 128)),
-        ("irfft", _plan(backend, (4, 129), None, steps=[("c2r", 1, 256, "backward")]), (4, 129)),
+        ("rfft", _plan(backend, (4, 128), None, steps=[planner.Step("r2c", 1, n=256)]), (4, 128)),
+        ("irfft", _plan(backend, (4, 129), None, steps=[planner.Step("c2r", 1, n=256)]), (4, 129)),
         ("2d batch", _plan(backend, (3, 24, 40), (1, 2)), (3, 24, 40)),
     ]
 
