@@ -223,6 +223,8 @@ class GLDevice(Device):
                 tuned=wisdom.load(renderer, "gl"),
             ),
             is_software="llvmpipe" in renderer or "softpipe" in renderer,
+            # doubles are core GLSL from GL 4.0 (GL_ARB_gpu_shader_fp64 before it)
+            float64=ctx.version_code >= 400 or "GL_ARB_gpu_shader_fp64" in ctx.extensions,
         )
 
     def program(self, source, push_names=()):

@@ -208,6 +208,7 @@ class VulkanDevice(Device):
                 tuned=wisdom.load(props["device_name"], "vulkan"),
             ),
             is_software=props["device_type"] == "cpu",
+            float64=props["shader_float64"],
         )
         self._pending: set[VkSubmission] = set()  # run with wait=False, not yet waited for
         # kp binds tensors when it makes an algorithm (a pipeline and its descriptor set), so the
