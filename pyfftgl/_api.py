@@ -1,6 +1,8 @@
 """The numpy.fft surface. Each function checks its arguments as numpy does (before any GPU work),
 crops or zero-pads on the host, and runs every axis of the transform on the device in one
-submission through a cached plan. Single precision: float32/complex64 in, complex64/float32 out.
+submission through a cached plan. numpy's dtypes: float16/float32/complex64 in, complex64 (float32
+from irfft/hfft) out, computed in single precision; float64/complex128/integer/bool in,
+complex128 (float64) out, computed in double precision.
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ _SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
 def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
-    """Run `steps` (planner.plan_steps) on the complex64 C-contiguous x; returns complex64."""
+    """Run `steps` (planner.plan_steps) on the complex64 or complex128 C-contiguous x; returns
+    the same dtype."""
     if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
         shape = list(x.shape)
         for kind, ax, *rest in steps:
@@ -29,17 +32,19 @@ def _run(x: np.ndarray, steps: list[tuple], backend) -> np.ndarray:
                 shape[ax] = rest[0] // 2 + 1
             elif kind == "c2r":
                 shape[ax] = rest[0] // 2 if rest[0] % 2 == 0 and ax == x.ndim - 1 else rest[0]
-        return np.zeros(shape, np.complex64)
-    plan = cached_steps_plan(x.shape, tuple(steps), backend)
+        return np.zeros(shape, x.dtype)
+    plan = cached_steps_plan(x.shape, tuple(steps), backend, _plans.precision_of(x.dtype))
     return plan.execute(x)
 
 
 def _run_device(d: DeviceArray, steps: list[tuple], out: DeviceArray | None = None,
-                out_dtype=np.complex64) -> DeviceArray:
-    """Run `steps` on a device array into a new device array or `out`, with no host transfer."""
-    plan = cached_steps_plan(d.shape, tuple(steps), d.device)
+                out_dtype=None) -> DeviceArray:
+    """Run `steps` on a complex device array into a new device array or `out` (of d's dtype,
+    or the real `out_dtype`), with no host transfer."""
+    plan = cached_steps_plan(d.shape, tuple(steps), d.device, _plans.precision_of(d.dtype))
     shape = plan.spec.out_shape
-    if out_dtype == np.float32:
+    out_dtype = np.dtype(d.dtype if out_dtype is None else out_dtype)
+    if out_dtype.kind == "f":
         shape = shape[:-1] + (shape[-1] * 2,)
     if out is not None:
         if not isinstance(out, DeviceArray) or out.device is not d.device:
@@ -73,20 +78,19 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     norm = v.norm(norm)
     same = all(d.shape[ax] == n for ax, n in zip(axes, s)) and len(set(axes)) == len(axes)
     last, n_last = axes[-1], s[-1]
-    if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
-            and d.dtype == np.complex64:
+    complex_in = d.dtype in (np.complex64, np.complex128)
+    if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same and complex_in:
         return _run_device(d, [("c2c", ax, inverse, norm) for ax in axes[::-1]], out)
     innermost_even = last == d.ndim - 1 and n_last % 2 == 0
-    if name in ("rfft", "rfftn", "rfft2") and same and innermost_even \
-            and d.dtype == np.float32:
+    if name in ("rfft", "rfftn", "rfft2") and same and innermost_even and not complex_in:
         steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax in axes[-2::-1]]
-        return _run_device(d.view(np.complex64), steps, out)
+        return _run_device(d.view(v.complex_dtype(d.dtype)), steps, out)
     if name in ("irfft", "irfftn", "irfft2") and innermost_even \
-            and d.dtype == np.complex64 and d.shape[last] == n_last // 2 + 1 \
+            and complex_in and d.shape[last] == n_last // 2 + 1 \
             and all(d.shape[ax] == n for ax, n in zip(axes[:-1], s[:-1])) \
             and len(set(axes)) == len(axes):
         steps = [("c2c", ax, True, norm) for ax in axes[:-1]] + [("c2r", last, n_last, norm)]
-        return _run_device(d, steps, out, np.float32)
+        return _run_device(d, steps, out, v.real_of(d.dtype))
     if name in ("fft", "ifft", "rfft", "irfft"):
         return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
     return _via_host(name, d, out, s=s, axes=axes, norm=norm)
@@ -120,11 +124,11 @@ def _c2c_nd(a, s, axes, norm, inverse, out, backend, name, default_axes=None):
     # together (crop/pad along one axis commutes with transforms along the others).
     for group in v.distinct_runs(list(zip(axes, s))[::-1]):
         x = v.fit(result, [ax for ax, _ in group], [n for _, n in group])
-        x = np.ascontiguousarray(x, dtype=np.complex64)
+        x = np.ascontiguousarray(x, dtype=dtype)
         steps = [("c2c", ax, inverse, norm) for ax, _ in group]
         result = _run(x, steps, backend)
     if result is arr:  # no axes at all: numpy returns the input, converted
-        result = np.asarray(arr, dtype=np.complex64)
+        result = np.asarray(arr, dtype=dtype)
     return _finish(result, out)
 
 
@@ -133,7 +137,8 @@ def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
 
     `n` crops or zero-pads the input along `axis`; `norm` is "backward" (default), "ortho" or
     "forward"; `out` receives the result. `backend` picks the API ("vulkan", "gl", "auto" or a
-    Device). float32/complex64 input gives complex64 output.
+    Device). float32/complex64 input gives complex64 output, float64/complex128 (and integer)
+    input complex128, as numpy does.
     """
     arr = a if isinstance(a, DeviceArray) else v.as_array(a, "fft")
     ax = v.axis(axis, arr.ndim)
@@ -172,18 +177,19 @@ def _rfft_nd(a, s, axes, norm, out, backend, name):
         return _device_nd(name, a, s, axes, norm, out)
     arr = v.as_array(a, name)
     v.real_dtype(arr.dtype, name)
+    cdtype = v.complex_dtype(arr.dtype)
     s, axes = v.shape_and_axes(arr, s, axes)
     norm = v.norm(norm)
     last, n_last = axes[-1], s[-1]
     rest = list(zip(axes[:-1], s[:-1]))[::-1]
     runs = v.distinct_runs([(last, n_last)] + rest)
     first = runs[0]
-    x = v.fit(arr, [ax for ax, _ in first], [n for _, n in first]).astype(np.float32)
+    x = v.fit(arr, [ax for ax, _ in first], [n for _, n in first]).astype(v.real_of(cdtype))
     if n_last % 2 == 0 and last == arr.ndim - 1:
         # n reals viewed as n/2 complex: the packing trick of realfft.comp
-        x = np.ascontiguousarray(x).view(np.complex64)
+        x = np.ascontiguousarray(x).view(cdtype)
     else:
-        x = np.ascontiguousarray(x, dtype=np.complex64)
+        x = np.ascontiguousarray(x, dtype=cdtype)
     steps = [("r2c", last, n_last, norm)] + [("c2c", ax, False, norm) for ax, _ in first[1:]]
     result = _run(x, steps, backend)
     for group in runs[1:]:  # only for repeated axes
@@ -195,13 +201,13 @@ def _rfft_nd(a, s, axes, norm, out, backend, name):
 def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
     if isinstance(a, DeviceArray):
         return _device_nd(name, a, s, axes, norm, out)
-    arr, _ = _complex_input(a, name)
+    arr, cdtype = _complex_input(a, name)
     s, axes = v.shape_and_axes(arr, s, axes, invreal=True)
     norm = v.norm(norm)
     last, n_last = axes[-1], s[-1]
     if n_last < 1:
         raise ValueError(f"Invalid number of FFT data points ({n_last}) specified.")
-    result = np.asarray(arr, np.complex64)
+    result = np.asarray(arr, cdtype)
     if conj:
         result = np.conj(result)
     runs = v.distinct_runs(list(zip(axes[:-1], s[:-1])) + [(last, n_last)])
@@ -209,13 +215,13 @@ def _irfft_nd(a, s, axes, norm, out, backend, name, conj=False):
         final = i == len(runs) - 1
         sizes = [n // 2 + 1 if final and k == len(group) - 1 else n
                  for k, (_, n) in enumerate(group)]
-        x = np.ascontiguousarray(v.fit(result, [ax for ax, _ in group], sizes), np.complex64)
+        x = np.ascontiguousarray(v.fit(result, [ax for ax, _ in group], sizes), cdtype)
         steps = [("c2c", ax, True, norm) for ax, _ in (group[:-1] if final else group)]
         if final:
             steps.append(("c2r", last, n_last, norm))
         result = _run(x, steps, backend)
     if n_last % 2 == 0 and last == arr.ndim - 1:
-        result = result.view(np.float32)  # n/2 complex values are the n reals
+        result = result.view(v.real_of(cdtype))  # n/2 complex values are the n reals
     else:
         result = np.ascontiguousarray(result.real)
     if arr.dtype == np.float16 and len(axes) == 1:

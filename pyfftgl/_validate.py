@@ -104,7 +104,7 @@ def fit(x: np.ndarray, axes, sizes) -> np.ndarray:
 
 
 def real_dtype(dtype: np.dtype, name: str) -> None:
-    """rfft-style functions take real input only; single precision only."""
+    """rfft-style functions take real input only, of a precision pyfftgl computes."""
     if dtype.kind == "c":
         raise TypeError(f"ufunc '{name}' does not support complex input: pass real data "
                         "(numpy.fft.{name} raises TypeError too)")
@@ -120,11 +120,21 @@ def length(n, default: int) -> int:
 
 
 def complex_dtype(dtype: np.dtype) -> np.dtype:
-    """The complex dtype numpy.fft would return; pyfftgl computes it only in single precision."""
+    """The complex dtype numpy.fft returns for `dtype` input (numpy 2): complex64 for float16,
+    float32 and complex64; complex128 for float64, complex128, integers and bools. Extended
+    precision (longdouble), which numpy keeps, is refused: the kernels compute in float or double."""
+    dtype = np.dtype(dtype)
     if dtype in (np.float16, np.float32, np.complex64):
         return np.dtype(np.complex64)
+    if dtype.kind in "biu" or dtype in (np.float64, np.complex128):
+        return np.dtype(np.complex128)
     result = np.result_type(dtype, np.complex64)
     raise TypeError(
-        f"pyfftgl computes in single precision: numpy.fft would return {result} for {dtype} input, "
-        "which pyfftgl does not support yet. Pass float32 or complex64 data "
-        "(e.g. a.astype(np.complex64)).")
+        f"pyfftgl computes in single or double precision: numpy.fft would return {result} for "
+        f"{dtype} input, which pyfftgl does not support. Pass float64 or complex128 data "
+        "(e.g. a.astype(np.complex128)).")
+
+
+def real_of(dtype: np.dtype) -> np.dtype:
+    """The real dtype of a complex64 / complex128 result (irfft's output)."""
+    return np.dtype(np.float64 if np.dtype(dtype) == np.complex128 else np.float32)

@@ -17,7 +17,6 @@ with a memory barrier of all bits, so the caller's next draw may sample the resu
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 
@@ -25,7 +24,7 @@ import numpy as np
 
 from . import _validate, planner
 from .backends.gl import IMAGE_FORMATS, GLDevice, GLImage
-from .plans import Storage, TransformPlan
+from .plans import Storage, TransformPlan, element_limits
 
 _FIELDS = {"r32f": 1, "rg32f": 1, "rgba32f": 2}
 _INTERMEDIATES = ("buffer", "image")
@@ -88,11 +87,8 @@ class TextureFFT:
         plan = self._plans.get(key)
         if plan is not None:
             return plan
-        limits = self.device.info.limits
-        if fields > 1:  # an element is `fields` complex values: plan as if memory were smaller
-            limits = dataclasses.replace(limits, tuned=(),
-                                         max_shared_bytes=limits.max_shared_bytes // fields,
-                                         max_buffer_bytes=limits.max_buffer_bytes // fields)
+        # an element is `fields` complex values: plan as if memory were smaller
+        limits = element_limits(self.device.info.limits, planner.COMPLEX64_BYTES * fields)
         spec = planner.plan_c2c(self.shape, (0, 1), inverse, norm, limits)
         if spec.chunks != 1:
             raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
