@@ -394,6 +394,7 @@ def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=
     """The plan running `steps` (planner.plan_steps) on a C-contiguous `shape` of complex64
     (precision 32) or complex128 (64) data, from the cache."""
     device = get_device(backend)
+    check_precision(device, precision)  # before planning: the error names the feature
     key = (id(device), tuple(shape), tuple(steps)) + ((precision,) if precision != 32 else ())
     plan = getattr(_in_use, "pinned", {}).get(key)
     if plan is not None:
@@ -401,7 +402,6 @@ def cached_steps_plan(shape: tuple[int, ...], steps: tuple[tuple, ...], backend=
 
     def build():
         storage = Storage(precision=precision)
-        check_precision(device, precision)  # before planning: the error names the feature
         limits = element_limits(device.info.limits, storage.dtype.itemsize)
         spec = planner.plan_steps(tuple(shape), list(steps), limits)
         plan = TransformPlan(spec, device, limits, steps[0][-1], storage=storage)

@@ -26,12 +26,12 @@ def test_single_precision_runs_on_pyfftgl():
 
 def test_declines_what_it_does_not_do():
     f = backend_module.__ua_function__
-    assert f(scipy.fft.fft, (np.ones(8),), {}) is NotImplemented  # float64
+    assert f(scipy.fft.fft, (np.ones(8, np.clongdouble),), {}) is NotImplemented
     assert f(scipy.fft.dct, (np.ones(8, np.float32),), {}) is NotImplemented
     assert f(scipy.fft.fft, (np.ones(8, np.float32),), {"plan": object()}) is NotImplemented
     assert f(scipy.fft.fft, (np.ones(8, np.float32),), {"n": 0}) is NotImplemented  # scipy's error
-    with scipy.fft.set_backend(backend_module):  # falls back to scipy for double precision
-        assert scipy.fft.fft(np.ones(8)).dtype == np.complex128
+    with scipy.fft.set_backend(backend_module):  # falls back to scipy for long double
+        assert scipy.fft.fft(np.ones(8, np.clongdouble)).dtype == np.clongdouble
 
 
 def test_scipy_own_test_module_passes_under_pyfftgl(tmp_path):
