@@ -142,3 +142,31 @@ def test_device_without_doubles(monkeypatch):
         assert scipy_backend.__ua_function__(scipy.fft.fft, (np.ones(8),), {}) is NotImplemented
     finally:
         pyfftgl.set_backend(None)
+
+
+def snr_db(got, ref):
+    return 20 * np.log10(np.linalg.norm(ref) / np.linalg.norm(got - ref))
+
+
+@pytest.mark.parametrize("fmt,components", [("rgba16f", 4), ("r16f", 1)])
+def test_half_float_textures(fmt, components):
+    # fp16 storage, fp32 compute: SNR >= 50 dB against float64 on the fp16 data itself.
+    import pyfftgl.gl
+    ctx = get_device("gl").ctx
+    h, w = 48, 64
+    a = np.random.default_rng(6).standard_normal((h, w, components)).astype(np.float16)
+    src = ctx.texture((w, h), components, dtype="f2")
+    src.write(a.tobytes())
+    fft = pyfftgl.gl.TextureFFT(ctx, (h, w))
+    spec = fft.forward(src)
+    assert spec.dtype == "f2" and spec.components == (2 if components == 1 else 4)
+    back = fft.inverse(spec, ctx.texture((w, h), components, dtype="f2"))
+
+    def fields(t, c):
+        x = np.frombuffer(t.read(), np.float16).reshape(h, w, c).astype(np.float64)
+        return [x[..., 0] + 0j] if c == 1 else [x[..., k] + 1j * x[..., k + 1] for k in (0, 2)[:c // 2]]
+    for got, x in zip(fields(spec, spec.components), fields(src, components)):
+        assert snr_db(got, np.fft.fft2(x)) >= 50
+    for got, x in zip(fields(back, components), fields(src, components)):
+        assert snr_db(got, x) >= 50
+    assert ctx.error == "GL_NO_ERROR"
