@@ -107,12 +107,17 @@ def test_double_device_arrays_stay_on_the_device(backend, monkeypatch):
     d, dr = pyfftgl.asarray(c, backend=backend), pyfftgl.asarray(r, backend=backend)
     assert (d.dtype, dr.dtype) == (np.complex128, np.float64)
     assert np.array_equal(d.get(), c)
+    plan = pyfftgl.plan(c.shape, np.complex128, kind="fft2", backend=backend)
+    out = pyfftgl.asarray(np.zeros_like(c), backend=backend)
     monkeypatch.setattr(d.device, "read", lambda *a, **k: pytest.fail("host transfer"))
     y, f = pyfftgl.fft2(d), pyfftgl.rfft(dr)
     back = pyfftgl.irfft(f)
+    for _ in range(2):  # the second call replays the first's submission
+        assert plan(d, out=out) is out
     monkeypatch.undo()
     assert (y.dtype, f.dtype, back.dtype) == (np.complex128, np.complex128, np.float64)
     assert_double(y.get(), c, np.fft.fft2, 512)
+    assert np.array_equal(out.get(), y.get())
     assert_double(f.get(), r, np.fft.rfft, 64)
     assert np.max(np.abs(back.get() - r)) <= 8 * EPS64 * np.max(np.abs(r))
 
