@@ -23,6 +23,7 @@ def _device_lines(dev) -> list[str]:
         f"  workgroup     {lim.max_invocations} invocations, size {lim.max_group_size}",
         f"  groups        {lim.max_group_count} per dispatch",
         f"  max buffer    {lim.max_buffer_bytes} bytes    max texture {lim.max_texture_size}",
+        f"  precision     single{', double' if i.float64 else ' (no fp64: double input refused)'}",
     ]
 
 
