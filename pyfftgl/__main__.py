@@ -5,6 +5,7 @@ Exit codes: 0 success, 1 a check failed, 2 no usable backend.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 
@@ -134,6 +135,8 @@ def cmd_bench(args) -> int:
     if args.only is not None:  # `--only` alone: none of the sweep's groups (with --lengths)
         cases = [c for c in cases if c.group in args.only]
     cases += [bench.batched_case(n, elements) for n in args.lengths]
+    if args.double:
+        cases = [dataclasses.replace(c, double=True) for c in cases]
     records = bench.run(cases, backends=args.backends, reps=args.repeat, cpu=not args.no_cpu,
                         out_dir=None if args.no_write else Path(args.out), per_pass=args.passes)
     return 0 if records else 2
@@ -162,6 +165,9 @@ def main(argv=None) -> int:
     b.add_argument("--no-cpu", action="store_true", help="skip the numpy/scipy references")
     b.add_argument("--lengths", type=_positive, nargs="+", default=[], metavar="N",
                    help="batched 1D lengths to time as well, over --elements (e.g. 8192 262144)")
+    b.add_argument("--double", action="store_true",
+                   help="every case in double precision (float64/complex128 data; torch.fft "
+                        "complex128 as the cuFFT reference)")
     b.add_argument("--passes", action="store_true",
                    help="also time each pass alone (pass_ms in the records)")
     b.add_argument("--out", default="bench/results")

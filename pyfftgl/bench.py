@@ -34,10 +34,11 @@ class Case:
     shape: tuple[int, ...]  # input shape
     axes: tuple[int, ...]  # transformed axes
     group: str  # "1d", "2d", "3d", "real", "mixed", "bluestein"
+    double: bool = False  # float64/complex128 data (computed in double precision)
 
     @property
     def name(self) -> str:
-        return f"{self.kind} {'x'.join(map(str, self.shape))}"
+        return f"{self.kind} {'x'.join(map(str, self.shape))}" + (" f64" if self.double else "")
 
     @property
     def n(self) -> int:
@@ -216,9 +217,10 @@ def submission_floor_ms(device) -> float:
 
 def _input(case: Case) -> np.ndarray:
     rng = np.random.default_rng(0)
+    real, cplx = (np.float64, np.complex128) if case.double else (np.float32, np.complex64)
     if case.kind in ("rfft", "rfft2", "rfftn"):
-        return rng.standard_normal(case.shape).astype(np.float32)
-    return (rng.standard_normal(case.shape) + 1j * rng.standard_normal(case.shape)).astype(np.complex64)
+        return rng.standard_normal(case.shape).astype(real)
+    return (rng.standard_normal(case.shape) + 1j * rng.standard_normal(case.shape)).astype(cplx)
 
 
 def _wall_ms(fn, reps: int) -> float:
@@ -351,8 +353,9 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
             if case.name not in refs_cache:
                 refs_cache[case.name] = references(case, data, reps, cpu)
             ref = refs_cache[case.name]
-            complex_elems = data.size if data.dtype == np.complex64 else data.size // 2
-            gbps = 16 * complex_elems * passes / (gpu * 1e-3) / 1e9
+            complex_elems = data.size if data.dtype.kind == "c" else data.size // 2
+            # each pass reads and writes every complex value once
+            gbps = 2 * (16 if case.double else 8) * complex_elems * passes / (gpu * 1e-3) / 1e9
             rec = dict(case=case.name, group=case.group, shape=list(case.shape), axes=list(case.axes),
                        batch=case.batch, kind=case.kind, backend=name, gpu_ms=gpu, host_ms=host,
                        sync_ms=sync, floor_ms=floor,
