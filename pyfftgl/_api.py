@@ -100,7 +100,9 @@ def _finish(result: np.ndarray, out):
     """numpy's `out=`: the right shape (else ValueError), a dtype the result casts to."""
     if out is None:
         return result
-    if getattr(out, "shape", None) != result.shape:
+    if not isinstance(out, np.ndarray):
+        raise TypeError("return arrays must be of ArrayType")
+    if out.shape != result.shape:
         raise ValueError("output array has wrong shape.")
     np.copyto(out, result, casting="same_kind")
     return out

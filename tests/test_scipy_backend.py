@@ -41,7 +41,7 @@ def test_scipy_own_test_module_passes_under_pyfftgl(tmp_path):
                + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "scipy_backend_plugin",
                           "-p", "no:cacheprovider", f"--rootdir={site}", tests],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=3600)
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
     assert "failed" not in text and re.search(r"\d+ passed", text)
