@@ -67,6 +67,13 @@ def shape_and_axes(arr: np.ndarray, s, axes, invreal: bool = False) -> tuple[lis
         raise ValueError("Shape and axes have different lengths.")
     if invreal and shapeless:
         s[-1] = (arr.shape[axes[-1]] - 1) * 2
+    if None in s:
+        warnings.warn("Passing an array containing `None` values to `s` is deprecated in NumPy "
+                      "2.0 and will raise an error in a future version of NumPy. To use the "
+                      "default behaviour of the corresponding 1-D transform, pass the value "
+                      "matching the default for its `n` parameter. To use the default behaviour "
+                      "for every axis, the `s` argument can be omitted.", DeprecationWarning,
+                      stacklevel=4)
     out = []
     for n, ax in zip(s, axes):
         n = arr.shape[ax] if n is None or n == -1 else operator.index(n)
