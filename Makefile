@@ -1,7 +1,7 @@
 # The README's two commands, `make demo` and `make test`, each run the idempotent set-up first.
 PY := .venv/bin/python
 
-.PHONY: setup demo test check bench info clean
+.PHONY: setup demo test test-slow check bench info clean
 
 setup:
 	@bash tools/setup.sh
@@ -14,7 +14,11 @@ demo: setup
 
 # Two pytest workers: compiling kernels on the software drivers is single-threaded per process.
 test: setup
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 -m "not slow" tests
+
+# numpy's and scipy's own installed fft test modules run under pyfftgl (long on software drivers).
+test-slow: setup
+	$(PY) -m pytest -q -n 2 -m slow tests
 
 # The quick tier: both backends, every transform kind once.
 check: setup

@@ -23,6 +23,7 @@ def _device_lines(dev) -> list[str]:
         f"  workgroup     {lim.max_invocations} invocations, size {lim.max_group_size}",
         f"  groups        {lim.max_group_count} per dispatch",
         f"  max buffer    {lim.max_buffer_bytes} bytes    max texture {lim.max_texture_size}",
+        f"  precision     single{', double' if i.float64 else ' (no fp64: double input refused)'}",
     ]
 
 
@@ -164,6 +165,9 @@ def main(argv=None) -> int:
     b.add_argument("--no-cpu", action="store_true", help="skip the numpy/scipy references")
     b.add_argument("--lengths", type=_positive, nargs="+", default=[], metavar="N",
                    help="batched 1D lengths to time as well, over --elements (e.g. 8192 262144)")
+    b.add_argument("--double", action="store_true",
+                   help="every case in double precision (float64/complex128 data; torch.fft "
+                        "complex128 as the cuFFT reference)")
     b.add_argument("--passes", action="store_true",
                    help="also time each pass alone (pass_ms in the records)")
     b.add_argument("--loop", action="store_true",

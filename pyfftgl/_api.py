@@ -1,6 +1,8 @@
 """The numpy.fft surface. Each function checks its arguments as numpy does (before any GPU work),
 crops or zero-pads on the host, and runs every axis of the transform on the device in one
-submission through a cached plan. Single precision: float32/complex64 in, complex64/float32 out.
+submission through a cached plan. numpy's dtypes: float16/float32/complex64 in, complex64 (float32
+from irfft/hfft) out, computed in single precision; float64/complex128/integer/bool in,
+complex128 (float64) out, computed in double precision.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ _SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
 def _steps_out_shape(shape: tuple[int, ...], steps) -> tuple[int, ...]:
-    """The complex64 shape `steps` (planner.plan_steps) leave of an upload of `shape`."""
+    """The complex shape `steps` (planner.plan_steps) leave of an upload of `shape`."""
     out = list(shape)
     for st in steps:
         if st.kind == "r2c":
@@ -37,10 +39,11 @@ def _steps_out_shape(shape: tuple[int, ...], steps) -> tuple[int, ...]:
 
 
 def _run(x: np.ndarray, steps: tuple[Step, ...], backend) -> np.ndarray:
-    """Run `steps` (planner.plan_steps) on the complex64 C-contiguous x; returns complex64."""
+    """Run `steps` (planner.plan_steps) on the complex64 or complex128 C-contiguous x; returns
+    the same dtype."""
     if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
-        return np.zeros(_steps_out_shape(x.shape, steps), np.complex64)
-    plan = cached_steps_plan(x.shape, tuple(steps), backend)
+        return np.zeros(_steps_out_shape(x.shape, steps), x.dtype)
+    plan = cached_steps_plan(x.shape, tuple(steps), backend, _plans.precision_of(x.dtype))
     return plan.execute(x)
 
 
@@ -58,10 +61,12 @@ def _device_args(d: DeviceArray, out, backend) -> None:
 
 
 def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = None,
-                out_dtype=np.complex64) -> DeviceArray:
-    """Run `steps` on a device array into a new device array or `out`, with no host transfer."""
+                out_dtype=None) -> DeviceArray:
+    """Run `steps` on a complex device array into a new device array or `out` (of d's dtype,
+    or the real `out_dtype`), with no host transfer."""
     shape = _steps_out_shape(d.shape, steps)
-    if out_dtype == np.float32:
+    out_dtype = np.dtype(d.dtype if out_dtype is None else out_dtype)
+    if out_dtype.kind == "f":
         shape = shape[:-1] + (shape[-1] * 2,)
     if out is not None:  # checked before any GPU work
         if not isinstance(out, DeviceArray) or out.device is not d.device:
@@ -71,12 +76,12 @@ def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = Non
                              f"{np.dtype(out_dtype)}, got {out.shape} {out.dtype}")
         if out.buffer is d.buffer:
             raise ValueError("out= must not be the input device array (no in-place transforms)")
-    plan = cached_steps_plan(d.shape, tuple(steps), d.device)
+    plan = cached_steps_plan(d.shape, tuple(steps), d.device, _plans.precision_of(d.dtype))
     if plan.spec.chunks > 1:  # its work buffers need several submissions: through the host
         result = plan.execute(d.get())
         if out is None:
             return asarray(result.view(out_dtype).reshape(shape), backend=d.device)
-        d.device.write(out.buffer, result.view(np.float32).ravel())
+        d.device.write(out.buffer, result.view(v.real_of(result.dtype)).ravel())
         return out
     buf = plan.execute_device(d.buffer, None if out is None else out.buffer)
     return out if out is not None else DeviceArray(buf, shape, out_dtype, d.device)
@@ -96,20 +101,19 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     norm = v.norm(norm, name.startswith("i"))
     same = all(d.shape[ax] == n for ax, n in zip(axes, s)) and len(set(axes)) == len(axes)
     last, n_last = axes[-1], s[-1]
-    if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same \
-            and d.dtype == np.complex64:
+    complex_in = d.dtype in (np.complex64, np.complex128)
+    if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same and complex_in:
         return _run_device(d, [Step("c2c", ax, inverse=inverse, norm=norm) for ax in axes[::-1]], out)
     innermost_even = last == d.ndim - 1 and n_last % 2 == 0
-    if name in ("rfft", "rfftn", "rfft2") and same and innermost_even \
-            and d.dtype == np.float32:
+    if name in ("rfft", "rfftn", "rfft2") and same and innermost_even and not complex_in:
         steps = [Step("r2c", last, n=n_last, norm=norm)] + [Step("c2c", ax, inverse=False, norm=norm) for ax in axes[-2::-1]]
-        return _run_device(d.view(np.complex64), steps, out)
+        return _run_device(d.view(v.complex_dtype(d.dtype)), steps, out)
     if name in ("irfft", "irfftn", "irfft2") and innermost_even \
-            and d.dtype == np.complex64 and d.shape[last] == n_last // 2 + 1 \
+            and complex_in and d.shape[last] == n_last // 2 + 1 \
             and all(d.shape[ax] == n for ax, n in zip(axes[:-1], s[:-1])) \
             and len(set(axes)) == len(axes):
         steps = [Step("c2c", ax, inverse=True, norm=norm) for ax in axes[:-1]] + [Step("c2r", last, n=n_last, norm=norm)]
-        return _run_device(d, steps, out, np.float32)
+        return _run_device(d, steps, out, v.real_of(d.dtype))
     if name in ("fft", "ifft", "rfft", "irfft"):
         return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
     return _via_host(name, d, out, s=s, axes=axes, norm=norm)
@@ -133,7 +137,9 @@ def _finish(result: np.ndarray, out):
     """numpy's `out=`: the right shape (else ValueError), a dtype the result casts to."""
     if out is None:
         return result
-    if getattr(out, "shape", None) != result.shape:
+    if not isinstance(out, np.ndarray):
+        raise TypeError("return arrays must be of ArrayType")
+    if out.shape != result.shape:
         raise ValueError("output array has wrong shape.")
     np.copyto(out, result, casting="same_kind")
     return out
@@ -142,20 +148,26 @@ def _finish(result: np.ndarray, out):
 @dataclass(frozen=True)
 class _Job:
     """One submission of a call: the array so far cropped or zero-padded to `sizes` along
-    `axes`, uploaded as complex64 of `shape` (`as_reals`: the float32 reals of an even innermost
-    axis viewed as half as many complex values), then `steps` run on the device."""
+    `axes`, uploaded as `dtype` (complex64, or complex128 computed in double) of `shape`
+    (`as_reals`: the reals of an even innermost axis viewed as half as many complex values),
+    then `steps` run on the device."""
 
     axes: tuple[int, ...]
     sizes: tuple[int, ...]
     steps: tuple[Step, ...]
     shape: tuple[int, ...]
     as_reals: bool = False
+    dtype: np.dtype = np.dtype(np.complex64)
+
+    @property
+    def precision(self) -> int:
+        return _plans.precision_of(self.dtype)
 
     def upload(self, result: np.ndarray) -> np.ndarray:
         x = v.fit(result, self.axes, self.sizes)
         if self.as_reals:  # n reals viewed as n/2 complex: the packing trick of realfft.comp
-            return np.ascontiguousarray(x.astype(np.float32)).view(np.complex64)
-        return np.ascontiguousarray(x, dtype=np.complex64)
+            return np.ascontiguousarray(x.astype(v.real_of(self.dtype))).view(self.dtype)
+        return np.ascontiguousarray(x, dtype=self.dtype)
 
 
 @dataclass(frozen=True)
@@ -171,19 +183,20 @@ class _Call:
     reals_as_complex: bool = False  # computed as half as many complex values (even innermost n)
 
 
-def _job(shape, group, steps, as_reals=False) -> _Job:
-    """The job that fits the array of `shape` to `group`'s (axis, n) pairs and runs `steps`."""
+def _job(shape, group, steps, dtype, as_reals=False) -> _Job:
+    """The job that fits the array of `shape` to `group`'s (axis, n) pairs and runs `steps` on
+    it as `dtype`."""
     axes, sizes = tuple(ax for ax, _ in group), tuple(n for _, n in group)
     up = list(shape)
     for ax, n in group:
         up[ax] = n
     if as_reals:
         up[-1] //= 2
-    return _Job(axes, sizes, tuple(steps), tuple(up), as_reals)
+    return _Job(axes, sizes, tuple(steps), tuple(up), as_reals, np.dtype(dtype))
 
 
 def _c2c_jobs(x, s, axes, norm, inverse) -> _Call:
-    v.complex_dtype(x.dtype)
+    cdtype = v.complex_dtype(x.dtype)
     s, axes = v.shape_and_axes(x, s, axes)
     norm = v.norm(norm, inverse)
     jobs, shape = [], x.shape
@@ -191,29 +204,31 @@ def _c2c_jobs(x, s, axes, norm, inverse) -> _Call:
     # together (crop/pad along one axis commutes with transforms along the others).
     for group in v.distinct_runs(list(zip(axes, s))[::-1]):
         jobs.append(_job(shape, group, [Step("c2c", ax, inverse=inverse, norm=norm)
-                                        for ax, _ in group]))
+                                        for ax, _ in group], cdtype))
         shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
-    return _Call(tuple(jobs), tuple(shape), np.dtype(np.complex64))
+    return _Call(tuple(jobs), tuple(shape), cdtype)
 
 
 def _r2c_jobs(x, s, axes, norm, name, conj_output=False) -> _Call:
     s, axes = v.shape_and_axes(x, s, axes)
     last, n_last = axes[-1], s[-1]
     v.real_dtype(x.dtype, name, n_last)
+    cdtype = v.complex_dtype(x.dtype)
     norm = v.norm(norm)
     runs = v.distinct_runs([(last, n_last)] + list(zip(axes[:-1], s[:-1]))[::-1])
     steps = [Step("r2c", last, n=n_last, norm=norm)]
     steps += [Step("c2c", ax, norm=norm) for ax, _ in runs[0][1:]]
-    jobs = [_job(x.shape, runs[0], steps, as_reals=n_last % 2 == 0 and last == x.ndim - 1)]
+    jobs = [_job(x.shape, runs[0], steps, cdtype,
+                 as_reals=n_last % 2 == 0 and last == x.ndim - 1)]
     shape = _steps_out_shape(jobs[0].shape, jobs[0].steps)
     for group in runs[1:]:  # only for repeated axes
-        jobs.append(_job(shape, group, [Step("c2c", ax, norm=norm) for ax, _ in group]))
+        jobs.append(_job(shape, group, [Step("c2c", ax, norm=norm) for ax, _ in group], cdtype))
         shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
-    return _Call(tuple(jobs), shape, np.dtype(np.complex64), conj_output=conj_output)
+    return _Call(tuple(jobs), shape, cdtype, conj_output=conj_output)
 
 
 def _c2r_jobs(x, s, axes, norm, conj_input=False) -> _Call:
-    v.complex_dtype(x.dtype)
+    cdtype = v.complex_dtype(x.dtype)
     s, axes = v.shape_and_axes(x, s, axes, invreal=True)
     norm = v.norm(norm, True)
     last, n_last = axes[-1], s[-1]
@@ -229,14 +244,14 @@ def _c2r_jobs(x, s, axes, norm, conj_input=False) -> _Call:
                  for ax, _ in (group[:-1] if final else group)]
         if final:
             steps.append(Step("c2r", last, n=n_last, norm=norm))
-        jobs.append(_job(shape, fitted, steps))
+        jobs.append(_job(shape, fitted, steps, cdtype))
         shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
     halves = n_last % 2 == 0 and last == x.ndim - 1
     if halves:
         shape = shape[:-1] + (shape[-1] * 2,)  # n/2 complex values are the n reals
     # numpy's irfft of float16 returns result_type(float16, 1.0); with more axes its ifft steps
-    # have made the data complex64 first, and the result is float32
-    dtype = np.float16 if x.dtype == np.float16 and len(axes) == 1 else np.float32
+    # have made the data complex64 first, and the result is float32 (float64 in double)
+    dtype = np.float16 if x.dtype == np.float16 and len(axes) == 1 else v.real_of(cdtype)
     return _Call(tuple(jobs), shape, np.dtype(dtype), conj_input=conj_input, real_output=True,
                  reals_as_complex=halves)
 
@@ -273,13 +288,14 @@ def _jobs(kind, shape, dtype, *, n=None, axis=-1, s=None, axes=None, norm=None) 
 
 def _execute(call: _Call, arr: np.ndarray, backend) -> np.ndarray:
     """Run a call's jobs on the host array `arr`; the result as numpy returns it."""
-    result = np.asarray(arr, np.complex64) if call.real_output or not call.jobs else arr
+    cdtype = v.complex_dtype(arr.dtype)
+    result = np.asarray(arr, cdtype) if call.real_output or not call.jobs else arr
     if call.conj_input:
         result = np.conj(result)
     for job in call.jobs:
         result = _run(job.upload(result), job.steps, backend)
     if call.reals_as_complex:
-        result = result.view(np.float32)  # n/2 complex values are the n reals
+        result = result.view(v.real_of(cdtype))  # n/2 complex values are the n reals
     elif call.real_output:
         result = np.ascontiguousarray(result.real)
     if call.real_output:
@@ -325,7 +341,8 @@ def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
 
     `n` crops or zero-pads the input along `axis`; `norm` is "backward" (default), "ortho" or
     "forward"; `out` receives the result. `backend` picks the API ("vulkan", "gl", "auto" or a
-    Device). float32/complex64 input gives complex64 output.
+    Device). float32/complex64 input gives complex64 output, float64/complex128 (and integer)
+    input complex128, as numpy does.
     """
     return _call("fft", a, out, backend, n=n, axis=axis, norm=norm)
 
@@ -427,7 +444,7 @@ class Plan:
         self._func = _KINDS[kind]
         # validated as the function validates; the device plans of the jobs it runs
         call = _jobs(kind, self.shape, self.dtype, **self._kwargs)
-        self.device_plans = tuple(cached_steps_plan(job.shape, job.steps, backend)
+        self.device_plans = tuple(cached_steps_plan(job.shape, job.steps, backend, job.precision)
                                   for job in call.jobs if math.prod(job.shape))
         self._pinned = {p.cache_key: p for p in self.device_plans}
         self.out_shape, self.out_dtype = call.out_shape, call.out_dtype

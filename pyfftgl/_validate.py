@@ -73,6 +73,13 @@ def shape_and_axes(arr: np.ndarray, s, axes, invreal: bool = False) -> tuple[lis
         raise ValueError("Shape and axes have different lengths.")
     if invreal and shapeless:
         s[-1] = (arr.shape[axes[-1]] - 1) * 2
+    if None in s:
+        warnings.warn("Passing an array containing `None` values to `s` is deprecated in NumPy "
+                      "2.0 and will raise an error in a future version of NumPy. To use the "
+                      "default behaviour of the corresponding 1-D transform, pass the value "
+                      "matching the default for its `n` parameter. To use the default behaviour "
+                      "for every axis, the `s` argument can be omitted.", DeprecationWarning,
+                      stacklevel=4)
     out = []
     for n, ax in zip(s, axes):
         n = arr.shape[ax] if n is None or n == -1 else operator.index(n)
@@ -111,7 +118,7 @@ def fit(x: np.ndarray, axes, sizes) -> np.ndarray:
 
 def real_dtype(dtype: np.dtype, name: str, n: int = 0) -> None:
     """rfft-style functions take real input only (numpy's error names its ufunc for the length
-    `n` of the last axis); single precision only."""
+    `n` of the last axis), of a precision pyfftgl computes."""
     if dtype.kind == "c":
         raise TypeError(
             f"ufunc 'rfft_n_{'odd' if n % 2 else 'even'}' not supported for the input types, and "
@@ -131,11 +138,21 @@ def length(n, default: int) -> int:
 
 
 def complex_dtype(dtype: np.dtype) -> np.dtype:
-    """The complex dtype numpy.fft would return; pyfftgl computes it only in single precision."""
+    """The complex dtype numpy.fft returns for `dtype` input (numpy 2): complex64 for float16,
+    float32 and complex64; complex128 for float64, complex128, integers and bools. Extended
+    precision (longdouble), which numpy keeps, is refused: the kernels compute in float or double."""
+    dtype = np.dtype(dtype)
     if dtype in (np.float16, np.float32, np.complex64):
         return np.dtype(np.complex64)
+    if dtype.kind in "biu" or dtype in (np.float64, np.complex128):
+        return np.dtype(np.complex128)
     result = np.result_type(dtype, np.complex64)
     raise TypeError(
-        f"pyfftgl computes in single precision: numpy.fft would return {result} for {dtype} input, "
-        "which pyfftgl does not support yet. Pass float32 or complex64 data "
-        "(e.g. a.astype(np.complex64)).")
+        f"pyfftgl computes in single or double precision: numpy.fft would return {result} for "
+        f"{dtype} input, which pyfftgl does not support. Pass float64 or complex128 data "
+        "(e.g. a.astype(np.complex128)).")
+
+
+def real_of(dtype: np.dtype) -> np.dtype:
+    """The real dtype of a complex64 / complex128 result (irfft's output)."""
+    return np.dtype(np.float64 if np.dtype(dtype) == np.complex128 else np.float32)

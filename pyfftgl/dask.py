@@ -10,9 +10,10 @@ ValueError; rechunk first), and every block is transformed by its own pyfftgl ca
 picks the API on the workers ("vulkan", "gl" or "auto"; None means the client's set_backend choice,
 else "auto"); a Device object cannot travel to another process and is refused.
 
-Dtypes are pyfftgl's: float16/float32/complex64 in, complex64 (or float32) out; float64 and
-complex128 raise pyfftgl's TypeError when the graph is built, not on the workers. The output dtype
-is found by running the pyfftgl function on an empty batch, so building a graph opens no device.
+Dtypes are pyfftgl's (numpy's): float16/float32/complex64 in, complex64 (or float32) out;
+float64/complex128/integers in, complex128 (or float64) out; others raise pyfftgl's TypeError when
+the graph is built, not on the workers. The output dtype is found by running the pyfftgl function
+on an empty batch, so building a graph opens no device.
 
 Workers: each worker process opens its own device on its first block and keeps it (pyfftgl caches
 one device per API per process); the blocks of one process run one at a time. Give each worker one

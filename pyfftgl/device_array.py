@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validate import complex_dtype, real_of
 from .backends import get_device
+from .plans import check_precision, precision_of
 
-_SUPPORTED = (np.complex64, np.float32)
+_SUPPORTED = (np.complex64, np.float32, np.complex128, np.float64)
 
 
 class DeviceArray:
-    """A C-contiguous complex64 or float32 array in a device buffer.
+    """A C-contiguous complex64, float32, complex128 or float64 array in a device buffer.
 
     Transforms of a DeviceArray return DeviceArrays with no host transfer when the data needs no
-    host-side preparation (no cropping or padding, single precision, even real lengths on the
-    innermost axis); other cases go through the host and say so in their docstrings.
+    host-side preparation (no cropping or padding, even real lengths on the innermost axis);
+    other cases go through the host and say so in their docstrings. Double-precision arrays are
+    transformed in double precision, on devices that have it.
     """
 
     def __init__(self, buffer, shape, dtype, device):
@@ -71,16 +74,21 @@ class DeviceArray:
 
 
 def asarray(a, dtype=None, backend=None) -> DeviceArray:
-    """`a` on the device (a copy), as complex64 or float32; a DeviceArray on that device as is."""
+    """`a` on the device (a copy), as `dtype` (default: complex64 / float32 for single-precision
+    data, complex128 / float64 for the rest, as numpy.fft computes it); a DeviceArray on that
+    device as is."""
     device = get_device(backend if backend is not None or not isinstance(a, DeviceArray)
                         else a.device)
     if isinstance(a, DeviceArray) and a.device is device and (dtype is None or a.dtype == dtype):
         return a
     host = np.asarray(a.get() if isinstance(a, DeviceArray) else a)
     if dtype is None:
-        dtype = np.complex64 if host.dtype.kind == "c" else np.float32
+        dtype = complex_dtype(host.dtype)
+        dtype = dtype if host.dtype.kind == "c" else real_of(dtype)
     if np.dtype(dtype).type not in _SUPPORTED:
-        raise TypeError(f"device arrays hold complex64 or float32, not {np.dtype(dtype)}")
+        raise TypeError(f"device arrays hold complex64, float32, complex128 or float64, not "
+                        f"{np.dtype(dtype)}")
+    check_precision(device, precision_of(dtype))
     host = np.ascontiguousarray(host, dtype=dtype)
     return DeviceArray(device.buffer(max(host.nbytes, 4), host.view(np.float32).ravel(),
                                      device_only=True), host.shape, dtype, device)

@@ -11,13 +11,14 @@ Texel (x, y) is element [y, x] of a C-ordered (height, width, components) float3
 zero, real parts written). The passes are the library's one-dispatch-per-axis kernels reading and
 writing image2Ds; between passes the data goes through a plan-owned buffer (`intermediate=
 "buffer"`) or texture ("image").
+Half-float textures (r16f, rg16f, rgba16f: dtype 'f2') are read and written the same way at half
+the bandwidth, computed in float32; what lies between the passes stays float32.
 
 GL state a call changes: SSBO bindings 0-3, image units 0-1 and the current program; it ends
 with a memory barrier of all bits, so the caller's next draw may sample the results.
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 
@@ -25,9 +26,11 @@ import numpy as np
 
 from . import _validate, planner
 from .backends.gl import IMAGE_FORMATS, GLDevice, GLImage
-from .plans import Storage, TransformPlan
+from .plans import Storage, TransformPlan, element_limits
 
-_FIELDS = {"r32f": 1, "rg32f": 1, "rgba32f": 2}
+_FIELDS = {"r32f": 1, "rg32f": 1, "rgba32f": 2, "r16f": 1, "rg16f": 1, "rgba16f": 2}
+# The format a real field's spectrum goes to, the same precision with an imaginary channel.
+_COMPLEX_OF = {"r32f": "rg32f", "r16f": "rg16f"}
 _INTERMEDIATES = ("buffer", "image")
 
 
@@ -88,11 +91,8 @@ class TextureFFT:
         plan = self._plans.get(key)
         if plan is not None:
             return plan
-        limits = self.device.info.limits
-        if fields > 1:  # an element is `fields` complex values: plan as if memory were smaller
-            limits = dataclasses.replace(limits, tuned=(),
-                                         max_shared_bytes=limits.max_shared_bytes // fields,
-                                         max_buffer_bytes=limits.max_buffer_bytes // fields)
+        # an element is `fields` complex values: plan as if memory were smaller
+        limits = element_limits(self.device.info.limits, planner.COMPLEX64_BYTES * fields)
         spec = planner.plan_c2c(self.shape, (0, 1), inverse, norm, limits)
         if spec.chunks != 1:
             raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
@@ -123,15 +123,16 @@ class TextureFFT:
             raise TypeError(f"{what} must be a moderngl.Texture, not {type(tex).__name__}") from None
         if key not in IMAGE_FORMATS:
             raise TypeError(f"{what} must be an r32f, rg32f or rgba32f texture (components 1, 2 "
-                            f"or 4, dtype 'f4'), got {tex.components} x {tex.dtype!r}")
+                            f"or 4, dtype 'f4'; or 'f2': r16f, rg16f, rgba16f), got "
+                            f"{tex.components} x {tex.dtype!r}")
         if size != self.shape[::-1]:
             raise ValueError(f"{what} is {size[0]} x {size[1]} texels; this TextureFFT "
                              f"transforms {self.shape[1]} x {self.shape[0]} (width x height)")
         return IMAGE_FORMATS[key]
 
     def _new_texture(self, fmt: str):
-        return self.ctx.texture(self.shape[::-1], {"r32f": 1, "rg32f": 2, "rgba32f": 4}[fmt],
-                                dtype="f4")
+        key = next(k for k, f in IMAGE_FORMATS.items() if f == fmt)
+        return self.ctx.texture(self.shape[::-1], key[0], dtype=key[1])
 
     def _pairs(self, src, dst, out_format, real_out: bool):
         """[(src, dst, src format, dst format)] for one texture or lists; new dst textures of
@@ -149,7 +150,8 @@ class TextureFFT:
         for i, (s, d) in enumerate(zip(srcs, dsts)):
             fs = self._format(s, f"src[{i}]" if many else "src")
             fd = self._format(d, f"dst[{i}]" if many else "dst") if d is not None else None
-            if fd is not None and (_FIELDS[fd] != _FIELDS[fs] or fd == "r32f" and not real_out):
+            if fd is not None and (_FIELDS[fd] != _FIELDS[fs] or fd in _COMPLEX_OF
+                                   and not real_out):
                 raise ValueError(f"cannot write the transform of a {fs} texture into {fd}")
             pairs.append((s, d, fs, fd))
         # New textures only once every argument is known good.
@@ -171,8 +173,7 @@ class TextureFFT:
 
     def _transform(self, inverse: bool, src, dst):
         # A real field's spectrum is complex; the inverse may keep real parts (an r32f dst).
-        pairs, many = self._pairs(src, dst, lambda fs: "rg32f" if fs == "r32f" else fs,
-                                  real_out=inverse)
+        pairs, many = self._pairs(src, dst, lambda fs: _COMPLEX_OF.get(fs, fs), real_out=inverse)
         objs = tuple(o for s, d, _, _ in pairs for o in (s, d))
         key = (("t", inverse) + tuple(id(o) for o in objs), objs)
 

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+# numpy's own FFT, bound now: a harness that puts pyfftgl in numpy.fft's place must not make the
+# host tables come from the device.
+from numpy.fft import fft as _host_fft
 
 from . import planner, shaders
 from .backends import get_device
-from .backends.base import Device, Dispatch, Limits
+from .backends.base import Device, Dispatch, Limits, PrecisionUnavailable
 
 
-def twiddle_table(n: int) -> np.ndarray:
-    """exp(-2 pi i m / n) for m < n, from float64 and rounded once to complex64."""
+def twiddle_table(n: int, dtype=np.complex64) -> np.ndarray:
+    """exp(-2 pi i m / n) for m < n, from float64 and rounded once to `dtype`."""
     m = np.arange(n, dtype=np.float64)
-    return np.exp(-2j * np.pi * m / n).astype(np.complex64)
+    return np.exp(-2j * np.pi * m / n).astype(dtype)
 
 
-def bluestein_chirp(n: int, inverse: bool) -> np.ndarray:
+def bluestein_chirp(n: int, inverse: bool, dtype=np.complex64) -> np.ndarray:
     """w[j] = exp(-+i pi j^2 / n), j < n, with j^2 reduced mod 2n exactly in integers.
 
     Reducing first keeps the float64 angle below 2 pi; a float32 chirp evaluated from j^2 / n
@@ -29,27 +32,28 @@ def bluestein_chirp(n: int, inverse: bool) -> np.ndarray:
     j = np.arange(n, dtype=np.int64)
     r = (j * j) % (2 * n)  # exact: j^2 < 2^63 for every n this library plans
     w = np.exp((1j if inverse else -1j) * np.pi * r.astype(np.float64) / n)
-    return w.astype(np.complex64)
+    return w.astype(dtype)
 
 
-def bluestein_kernel(n: int, m: int, inverse: bool) -> np.ndarray:
+def bluestein_kernel(n: int, m: int, inverse: bool, dtype=np.complex64) -> np.ndarray:
     """The spectrum of the convolution kernel conj(w[j]) (j in -(n-1)..n-1, wrapped mod m)."""
     j = np.arange(n, dtype=np.int64)
     w = np.exp((1j if inverse else -1j) * np.pi * ((j * j) % (2 * n)).astype(np.float64) / n)
     c = np.zeros(m, np.complex128)
     c[:n] = np.conj(w)
     c[m - n + 1:] = np.conj(w[1:][::-1])
-    return np.fft.fft(c).astype(np.complex64)
+    return _host_fft(c).astype(dtype)
 
 
-def build_table(key) -> np.ndarray:
-    """The complex64 contents of a table named by the planner (a key of planner.records)."""
+def build_table(key, dtype=np.complex64) -> np.ndarray:
+    """The contents of a table named by the planner (a key of planner.records), computed in
+    float64 and rounded once to `dtype` (complex64, or complex128 for double-precision plans)."""
     if isinstance(key, planner.TwiddleKey):
-        return twiddle_table(key.n)
+        return twiddle_table(key.n, dtype)
     if isinstance(key, planner.StageKey):  # W_{r ns}^(r k) at (r - 1) ns + k, r < radix, k < ns
         rk = np.arange(1, key.radix, dtype=np.int64)[:, None] * np.arange(key.ns, dtype=np.int64)
         return np.exp(-2j * np.pi * rk.ravel().astype(np.float64)
-                      / (key.radix * key.ns)).astype(np.complex64)
+                      / (key.radix * key.ns)).astype(dtype)
     if isinstance(key, (planner.FourstepLoKey, planner.FourstepHiKey)):
         # W_n^(d k) = hi[d, k // L] * lo[d, k % L] for line digits d < lines, k < length;
         # digit-fastest tables (StockhamPass.digit_fastest) are stored transposed, [k][d]
@@ -58,11 +62,11 @@ def build_table(key) -> np.ndarray:
              else ln * np.arange(-(-key.length // ln), dtype=np.int64))
         m = (np.arange(key.lines, dtype=np.int64)[:, None] * k) % key.n  # exact, then one rounding
         m = m.T if key.digit_fastest else m
-        return np.exp(-2j * np.pi * m.ravel().astype(np.float64) / key.n).astype(np.complex64)
+        return np.exp(-2j * np.pi * m.ravel().astype(np.float64) / key.n).astype(dtype)
     if isinstance(key, planner.ChirpKey):
-        return bluestein_chirp(key.n, key.inverse)
+        return bluestein_chirp(key.n, key.inverse, dtype)
     if isinstance(key, planner.BluesteinKernelKey):
-        return bluestein_kernel(key.n, key.m, key.inverse)
+        return bluestein_kernel(key.n, key.m, key.inverse, dtype)
     raise KeyError(key)
 
 
@@ -72,18 +76,50 @@ class Storage:
     of the same kernels. `fields`: complex values per element (2: an rgba32f texel holds two
     fields, transformed in the same dispatches). `images`: buffer names ("in", "out", "w0") that
     are images of this GLSL format instead, `width` texels wide. `spec_fields`: the last pass
-    multiplies its output by a spectrum (binding 3) of 1 field applied to all, or one per field."""
+    multiplies its output by a spectrum (binding 3) of 1 field applied to all, or one per field.
+    `precision`: 32 (complex64 data and tables) or 64 (complex128, computed in double)."""
 
     fields: int = 1
     images: tuple[tuple[str, str], ...] = ()  # (buffer name, image format)
     width: int = 0
     spec_fields: int = 0
+    precision: int = 32
 
     def image_format(self, name: str) -> str | None:
         return dict(self.images).get(name)
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The complex dtype of one field of the data and of the tables."""
+        return np.dtype(np.complex128 if self.precision == 64 else np.complex64)
 
-_COMPONENTS = {"r32f": 1, "rg32f": 2, "rgba32f": 4}
+
+def element_limits(limits: Limits, element_bytes: int) -> Limits:
+    """`limits` as the planner must see them for elements of `element_bytes` (its own sizes are
+    complex64's): shared memory and buffers hold proportionally fewer elements, and the tuned
+    shapes, measured on complex64, do not apply."""
+    ratio = element_bytes // planner.COMPLEX64_BYTES
+    if ratio == 1:
+        return limits
+    return replace(limits, tuned=(), max_shared_bytes=limits.max_shared_bytes // ratio,
+                   max_buffer_bytes=limits.max_buffer_bytes // ratio)
+
+
+def precision_of(dtype) -> int:
+    """The kernels' PRECISION for data of numpy `dtype` (complex128/float64: 64, else 32)."""
+    return 64 if np.dtype(dtype) in (np.complex128, np.float64) else 32
+
+
+def check_precision(device: Device, precision: int) -> None:
+    """Raise PrecisionUnavailable where `device` cannot compute in `precision`."""
+    if precision == 64 and not device.info.float64:
+        feature = "shaderFloat64" if device.info.api == "vulkan" else "GL_ARB_gpu_shader_fp64"
+        raise PrecisionUnavailable(
+            f"{device.info.api}:{device.info.name} lacks {feature}, which double-precision "
+            "(float64/complex128) transforms need; pass float32/complex64 data")
+
+
+_COMPONENTS = {"r32f": 1, "rg32f": 2, "rgba32f": 4, "r16f": 1, "rg16f": 2, "rgba16f": 4}
 
 
 class TransformPlan:
@@ -105,13 +141,14 @@ class TransformPlan:
         dev, units = device, spec.units
         # Every table the passes read, concatenated into one buffer (binding 2).
         offsets, parts, at = {}, [], 0
+        check_precision(device, storage.precision)
         for key in spec.tables():
-            t = build_table(key)
+            t = build_table(key, storage.dtype)
             offsets[key], at = at, at + t.size
             parts.append(t)
-        tables = np.concatenate(parts) if parts else np.zeros(1, np.complex64)
+        tables = np.concatenate(parts) if parts else np.zeros(1, storage.dtype)
         self._tables = dev.buffer(tables.nbytes, tables)
-        self.element_bytes = planner.COMPLEX64_BYTES * storage.fields
+        self.element_bytes = storage.dtype.itemsize * storage.fields
         self._sizes = {name: units * per_unit * self.element_bytes for name, per_unit in spec.buffers}
         # Work buffers now; "in" and "out" when a host call first needs them (device calls bind
         # the caller's), images the plan owns for the names the storage makes images.
@@ -140,6 +177,10 @@ class TransformPlan:
         d = dict(p.defines(offsets))
         if st.fields != 1:
             d["FIELDS"] = st.fields
+        if st.precision == 64:  # the preamble's literals again, as doubles
+            d["PRECISION"] = 64
+            d["SCALE"] = planner.float_literal(p.scale, double=True)
+            d.update(planner.odd_radix_tables(p.radices, double=True))
         for role, name in (("IN", p.src_buf), ("OUT", p.dst_buf)):
             fmt = st.image_format(name)
             if fmt:
@@ -201,6 +242,7 @@ class TransformPlan:
             for ax, alg, m in zip(s.axes, s.algorithms, s.conv_lengths))
         images = "".join(f", {name} {fmt} image" for name, fmt in self.storage.images)
         fields = f", {self.storage.fields} fields per element" if self.storage.fields > 1 else ""
+        fields += ", double precision" if self.storage.precision == 64 else ""
         return (f"<{type(self).__name__} shape={s.shape} axes={s.axes} "
                 f"{'inverse' if s.inverse else 'forward'} norm={self.norm} on "
                 f"{self.device.info.api}:{self.device.info.name}: {per_axis}, "
@@ -208,14 +250,15 @@ class TransformPlan:
                 f"{images}, {s.chunks} submission(s), {self.nbytes} bytes>")
 
     def execute(self, x: np.ndarray, *, timed: bool = False) -> np.ndarray:
-        """Transform x, complex64 of the plan's shape; returns a new complex64 array of the
-        plan's output shape (for real steps: real samples viewed as complex pairs)."""
-        spec = self.spec
-        if x.dtype != np.complex64 or x.shape != spec.shape:
-            raise ValueError(f"plan expects complex64 of shape {spec.shape}, "
+        """Transform x, complex64 (complex128 for a double plan) of the plan's shape; returns a
+        new array of that dtype and the plan's output shape (for real steps: real samples
+        viewed as complex pairs)."""
+        spec, dtype = self.spec, self.storage.dtype
+        if x.dtype != dtype or x.shape != spec.shape:
+            raise ValueError(f"plan expects {dtype} of shape {spec.shape}, "
                              f"got {x.dtype} {x.shape}")
         x = np.ascontiguousarray(x)
-        out = np.empty(spec.out_shape, np.complex64)
+        out = np.empty(spec.out_shape, dtype)
         if spec.whole:  # one chunk: the whole array
             x, out_view = x[np.newaxis], out[np.newaxis]
         else:
@@ -231,8 +274,8 @@ class TransformPlan:
                 hi = min(x.shape[0], lo + spec.units)
                 total += self._host_run.run([x[lo:hi]], timed=timed) or 0.0
                 piece = out_view[lo:hi]
-                piece[...] = self._host_run.result(0)[: piece.size * 2].view(
-                    np.complex64).reshape(piece.shape)
+                piece[...] = self._host_run.result(0).view(dtype)[: piece.size].reshape(
+                    piece.shape)
         self.last_gpu_ns = total if timed else None
         return out
 
@@ -349,19 +392,22 @@ plan_cache = PlanCache()
 _in_use = threading.local()
 
 
-def cached_steps_plan(shape: tuple[int, ...], steps: tuple[planner.Step, ...], backend=None
-                      ) -> TransformPlan:
-    """The plan running `steps` (planner.plan_steps) on a C-contiguous `shape`, from the cache."""
+def cached_steps_plan(shape: tuple[int, ...], steps: tuple[planner.Step, ...], backend=None,
+                      precision: int = 32) -> TransformPlan:
+    """The plan running `steps` (planner.plan_steps) on a C-contiguous `shape` of complex64
+    (precision 32) or complex128 (64) data, from the cache."""
     device = get_device(backend)
-    key = (id(device), tuple(shape), tuple(steps))
+    check_precision(device, precision)  # before planning: the error names the feature
+    key = (id(device), tuple(shape), tuple(steps)) + ((precision,) if precision != 32 else ())
     plan = getattr(_in_use, "pinned", {}).get(key)
     if plan is not None:
         return plan
 
     def build():
-        limits = device.info.limits
+        storage = Storage(precision=precision)
+        limits = element_limits(device.info.limits, storage.dtype.itemsize)
         spec = planner.plan_steps(tuple(shape), list(steps), limits)
-        plan = TransformPlan(spec, device, limits, steps[0].norm)
+        plan = TransformPlan(spec, device, limits, steps[0].norm, storage=storage)
         plan.cache_key = key
         return plan
     return plan_cache.get(key, build)

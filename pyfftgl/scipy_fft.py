@@ -1,8 +1,10 @@
 """scipy.fft backend: `scipy.fft.set_backend(pyfftgl.scipy_fft)` (or set_global_backend).
 
-Single-precision input (float16/float32/complex64) runs on the GPU. Everything else (double
-precision, the DCT/DST family, hfft2/hfftn, scipy's `plan=`, non-NumPy arrays, invalid arguments)
-returns NotImplemented, so scipy falls back to its next backend and its own error messages.
+Numeric NumPy input runs on the GPU in scipy's precision: float16/float32/complex64 in single,
+float64/complex128/integers/bools in double (NotImplemented where the device has no doubles).
+Everything else (long double, the DCT/DST family, hfft2/hfftn, scipy's `plan=`, non-NumPy arrays,
+invalid arguments) returns NotImplemented, so scipy falls back to its next backend and its own
+error messages.
 """
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ __ua_domain__ = "numpy.scipy.fft"
 _FUNCTIONS = {name: getattr(_api, name) for name in (
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
     "rfftn", "irfftn", "hfft", "ihfft")}
-_SINGLE = (np.float16, np.float32, np.complex64)
 _ND = {"fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn"}
 handled = 0  # calls this backend computed (for tests and curiosity)
 
@@ -35,8 +36,10 @@ def __ua_function__(method, args, kwargs):
     if not isinstance(x, (np.ndarray, np.generic, list, tuple)):
         return NotImplemented  # other array libraries: let scipy dispatch them
     arr = np.asarray(x)
-    if arr.dtype.type not in _SINGLE:
-        return NotImplemented
+    if arr.dtype.kind not in "biufc":
+        return NotImplemented  # long double passes here and is declined below (TypeError)
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)  # scipy computes half in single: irfft returns float32
     args = (arr,) + tuple(args[1:])
     if method.__name__ in _ND and kwargs.get("s") is not None and kwargs.get("axes") is None \
             and len(args) < 3:

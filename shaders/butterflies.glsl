@@ -35,7 +35,7 @@ void dft4s(uint o, uint s) {
 
 #if MAX_RADIX >= 8
 void dft8(uint o) {
-    const float c = 0.70710678118654752;
+    const REAL c = SQRT1_2;
     // Two radix-4 DFTs on the even and odd samples, then the radix-2 combine with W8^k.
     CPLX e0 = v[o] + v[o + 4u], e1 = v[o] - v[o + 4u];
     CPLX e2 = v[o + 2u] + v[o + 6u], e3 = rot_quarter(v[o + 2u] - v[o + 6u]);
@@ -56,16 +56,16 @@ void dft8(uint o) {
 
 #if MAX_RADIX >= 16
 // W16^m for the transform's direction (forward exp(-2 pi i m / 16)), m a constant after inlining.
-vec2 w16(uint m) {
-    const float c1 = 0.92387953251128674, s1 = 0.38268343236508977, c2 = 0.70710678118654752;
-    const vec2 w[8] = vec2[](vec2(1.0, 0.0), vec2(c1, s1), vec2(c2, c2), vec2(s1, c1),
-                             vec2(0.0, 1.0), vec2(-s1, c1), vec2(-c2, c2), vec2(-c1, s1));
-    vec2 z = w[m % 8u];
+VEC2 w16(uint m) {
+    const REAL c1 = COS_PI_8, s1 = SIN_PI_8, c2 = SQRT1_2;
+    const VEC2 w[8] = VEC2[](VEC2(1.0, 0.0), VEC2(c1, s1), VEC2(c2, c2), VEC2(s1, c1),
+                             VEC2(0.0, 1.0), VEC2(-s1, c1), VEC2(-c2, c2), VEC2(-c1, s1));
+    VEC2 z = w[m % 8u];
     if (m >= 8u) z = -z;
 #if INVERSE
     return z;
 #else
-    return vec2(z.x, -z.y);
+    return VEC2(z.x, -z.y);
 #endif
 }
 
@@ -90,8 +90,8 @@ void dft16(uint o) {
 // `table` in the preamble's ODD_COS / ODD_SIN, R = P * step (step > 1 when P is a factor of a
 // composite radix R, whose table holds W_P^m at m * step).
 #ifdef ODD_COS
-const float odd_cos[] = ODD_COS;
-const float odd_sin[] = ODD_SIN;
+const REAL odd_cos[] = ODD_COS;
+const REAL odd_sin[] = ODD_SIN;
 
 void dft_odd(uint P, uint table, uint step, uint o, uint s) {
     CPLX sum[6], dif[6];  // P <= 13
@@ -128,9 +128,9 @@ void dft_square(uint P, uint table, uint o) {
         UNROLL for (uint k2 = 1u; k2 < P; k2++) {
             uint m = table + n1 * k2;  // < R
 #if INVERSE
-            vec2 w = vec2(odd_cos[m], odd_sin[m]);
+            VEC2 w = VEC2(odd_cos[m], odd_sin[m]);
 #else
-            vec2 w = vec2(odd_cos[m], -odd_sin[m]);
+            VEC2 w = VEC2(odd_cos[m], -odd_sin[m]);
 #endif
             v[o + n1 + P * k2] = cmul(v[o + n1 + P * k2], w);
         }

@@ -20,6 +20,30 @@
 #define PUSH_CONSTANTS(members) struct PushBlock { members }; uniform PushBlock pc;
 #endif
 
+// PRECISION 64: every value is a double (REAL), a complex value a VEC2 = dvec2, tables included
+// (built in float64 on the host); 32: float and vec2. Literals that are not exact in float carry
+// the lf suffix in double (the preamble's SCALE, ODD_COS and ODD_SIN do: glslang cannot paste it).
+#ifndef PRECISION
+#define PRECISION 32
+#endif
+#if PRECISION == 64
+#define REAL double
+#define VEC2 dvec2
+#define VEC4 dvec4
+#define SQRT1_2 0.70710678118654752440lf
+#define COS_PI_8 0.92387953251128675613lf
+#define SIN_PI_8 0.38268343236508977173lf
+#elif PRECISION == 32
+#define REAL float
+#define VEC2 vec2
+#define VEC4 vec4
+#define SQRT1_2 0.70710678118654752
+#define COS_PI_8 0.92387953251128674
+#define SIN_PI_8 0.38268343236508977
+#else
+#error "PRECISION is 32 or 64"
+#endif
+
 // FIELDS = 2: every element is two complex values (vec4: re0, im0, re1, im1; an rgba32f texel),
 // transformed in the same butterflies with the same twiddles. CPLX is the element type, RE / IM
 // swizzle its real / imaginary parts (a HALF each).
@@ -27,30 +51,30 @@
 #define FIELDS 1
 #endif
 #if FIELDS == 2
-#define CPLX vec4
-#define HALF vec2
+#define CPLX VEC4
+#define HALF VEC2
 #define RE xz
 #define IM yw
 #elif FIELDS == 1
-#define CPLX vec2
-#define HALF float
+#define CPLX VEC2
+#define HALF REAL
 #define RE x
 #define IM y
 #else
 #error "FIELDS is 1 or 2"
 #endif
 
-vec2 cmul(vec2 a, vec2 b) { return vec2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
-vec4 cmul(vec4 a, vec2 w) { return vec4(cmul(a.xy, w), cmul(a.zw, w)); }
-vec4 cmul(vec4 a, vec4 b) { return vec4(cmul(a.xy, b.xy), cmul(a.zw, b.zw)); }
+VEC2 cmul(VEC2 a, VEC2 b) { return VEC2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+VEC4 cmul(VEC4 a, VEC2 w) { return VEC4(cmul(a.xy, w), cmul(a.zw, w)); }
+VEC4 cmul(VEC4 a, VEC4 b) { return VEC4(cmul(a.xy, b.xy), cmul(a.zw, b.zw)); }
 
 // Multiply by the transform's i: -i for a forward transform (exp(-2 pi i / 4)), +i for an inverse.
 #if INVERSE
-vec2 rot_quarter(vec2 a) { return vec2(-a.y, a.x); }
-vec4 rot_quarter(vec4 a) { return vec4(-a.y, a.x, -a.w, a.z); }
+VEC2 rot_quarter(VEC2 a) { return VEC2(-a.y, a.x); }
+VEC4 rot_quarter(VEC4 a) { return VEC4(-a.y, a.x, -a.w, a.z); }
 #else
-vec2 rot_quarter(vec2 a) { return vec2(a.y, -a.x); }
-vec4 rot_quarter(vec4 a) { return vec4(a.y, -a.x, a.w, -a.z); }
+VEC2 rot_quarter(VEC2 a) { return VEC2(a.y, -a.x); }
+VEC4 rot_quarter(VEC4 a) { return VEC4(a.y, -a.x, a.w, -a.z); }
 #endif
 
 // The workgroup's number in a grid split into (base, gx, gy) dispatches (planner.split_groups).

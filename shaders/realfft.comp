@@ -23,16 +23,16 @@ layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 
 // restrict: a pass never reads the buffer it writes (plans use distinct buffers, in-place calls
 // are refused), which lets the compiler keep loads in the read-only cache path.
-layout(std430, binding = 0) restrict readonly buffer Src { vec2 src[]; };
-layout(std430, binding = 1) restrict writeonly buffer Dst { vec2 dst[]; };
-layout(std430, binding = 2) restrict readonly buffer Tables { vec2 table[]; };
+layout(std430, binding = 0) restrict readonly buffer Src { VEC2 src[]; };
+layout(std430, binding = 1) restrict writeonly buffer Dst { VEC2 dst[]; };
+layout(std430, binding = 2) restrict readonly buffer Tables { VEC2 table[]; };
 
 PUSH_CONSTANTS(uint lines_total; uint group_base; uint in_len; uint in_batch; uint out_len;
                uint out_batch;)
 
-vec2 conj(vec2 a) { return vec2(a.x, -a.y); }
+VEC2 conj(VEC2 a) { return VEC2(a.x, -a.y); }
 
-vec2 at(uint b, uint k, uint inner) { return src[(b * IN_AXIS + k) * INNER + inner]; }
+VEC2 at(uint b, uint k, uint inner) { return src[(b * IN_AXIS + k) * INNER + inner]; }
 
 void main() {
     // lines_total counts output elements here.
@@ -41,26 +41,26 @@ void main() {
     uint inner = e % INNER;
     uint k = (e / INNER) % OUT_AXIS;
     uint b = e / (INNER * OUT_AXIS);
-    vec2 y;
+    VEC2 y;
 #if MODE == 1 || MODE == 2
     const uint h = NREAL / 2u;
-    vec2 p = at(b, k % h, inner);
-    vec2 q = conj(at(b, (h - k) % h, inner));
-    vec2 w = table[TW_OFFSET + k];
+    VEC2 p = at(b, k % h, inner);
+    VEC2 q = conj(at(b, (h - k) % h, inner));
+    VEC2 w = table[TW_OFFSET + k];
 #if MODE == 1
     // (p - q) / 2i = -i (p - q) / 2
-    vec2 d = 0.5 * (p - q);
-    y = 0.5 * (p + q) + cmul(w, vec2(d.y, -d.x));
+    VEC2 d = 0.5 * (p - q);
+    y = 0.5 * (p + q) + cmul(w, VEC2(d.y, -d.x));
 #else
     if (k == 0u) {
         // X[h - 0] is the Nyquist bin. A real signal's DC and Nyquist bins are real; like
         // numpy (pocketfft) we ignore their imaginary parts when the input is not Hermitian.
-        p = vec2(p.x, 0.0);
-        q = vec2(at(b, h, inner).x, 0.0);
+        p = VEC2(p.x, 0.0);
+        q = VEC2(at(b, h, inner).x, 0.0);
     }
-    vec2 fe = 0.5 * (p + q);
-    vec2 fo = cmul(0.5 * (p - q), conj(w));
-    y = fe + vec2(-fo.y, fo.x);
+    VEC2 fe = 0.5 * (p + q);
+    VEC2 fo = cmul(0.5 * (p - q), conj(w));
+    y = fe + VEC2(-fo.y, fo.x);
 #endif
 #elif MODE == 3
     y = at(b, k, inner);

@@ -19,7 +19,8 @@
 // fused twiddle of a four-step pass); PRE_MUL / POST_MUL multiply input / output by a table
 // (Bluestein's chirps and kernel spectrum). SCALE is applied on output.
 //
-// Tables (binding 2, complex64, built in float64 on the host and rounded once), laid out so that
+// Tables (binding 2, complex64 or with PRECISION 64 complex128, built in float64 on the host
+// and rounded once), laid out so that
 // neighbouring invocations read neighbouring entries (a scattered read costs the L1 one
 // transaction per cache line it touches, and twiddle reads outnumber the data's):
 //   each stage's own twiddles at the STAGE macro's offset: W_{Ns R}^(r k) at (r - 1) Ns + k;
@@ -100,6 +101,9 @@ layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 #if FIELDS == 2 && (defined(REAL_PACK) || defined(REAL_UNPACK))
 #error "the real-data packing is for one field"
 #endif
+#if PRECISION == 64 && (defined(IN_IMAGE) || defined(OUT_IMAGE))
+#error "images hold float texels: PRECISION 64 is for buffers"
+#endif
 
 // restrict: a pass never reads the buffer it writes (plans use distinct buffers, in-place calls
 // are refused), which lets the compiler keep loads in the read-only cache path.
@@ -137,15 +141,15 @@ void dst_put(uint e, CPLX x) {
 layout(std430, binding = 1) restrict writeonly buffer Dst { CPLX dst[]; };
 void dst_put(uint e, CPLX x) { dst[e] = x; }
 #endif
-layout(std430, binding = 2) restrict readonly buffer Tables { vec2 table[]; };
+layout(std430, binding = 2) restrict readonly buffer Tables { VEC2 table[]; };
 // MUL_SPEC: outputs are multiplied by a spectrum of the pass's output shape (a convolution's
 // pointwise product, fused into the forward transform's last pass); SPEC_FIELDS = 1 applies one
 // complex spectrum to every field.
 #ifdef MUL_SPEC
 #if SPEC_FIELDS == 2
-layout(std430, binding = 3) restrict readonly buffer Spec { vec4 spec[]; };
+layout(std430, binding = 3) restrict readonly buffer Spec { VEC4 spec[]; };
 #else
-layout(std430, binding = 3) restrict readonly buffer Spec { vec2 spec[]; };
+layout(std430, binding = 3) restrict readonly buffer Spec { VEC2 spec[]; };
 #endif
 #endif
 
@@ -239,12 +243,12 @@ CPLX load(uint line, uint i) {
     // imaginary parts of the DC and Nyquist bins are ignored, as numpy does.
     const uint h = REAL_PACK / 2u;
     uint base = IN_ADDR(a, 0u);
-    vec2 p = SRC(base + i), q = SRC(base + h - i);
+    VEC2 p = SRC(base + i), q = SRC(base + h - i);
     q.y = -q.y;
     if (i == 0u) { p.y = 0.0; q.y = 0.0; }
-    vec2 w = table[REAL_TW + i];
-    vec2 fo = cmul(0.5 * (p - q), vec2(w.x, -w.y));
-    x = 0.5 * (p + q) + vec2(-fo.y, fo.x);
+    VEC2 w = table[REAL_TW + i];
+    VEC2 fo = cmul(0.5 * (p - q), VEC2(w.x, -w.y));
+    x = 0.5 * (p + q) + VEC2(-fo.y, fo.x);
 #else
     x = SRC(IN_ADDR(a, i));
 #endif
@@ -260,14 +264,14 @@ CPLX load(uint line, uint i) {
 #ifdef FOURSTEP_TW_N
 // The twiddle W^(d k) of a four-step pass, from the two-level table: invocations with
 // neighbouring k (and the same line digit d) read neighbouring LO entries and one HI entry.
-vec2 fourstep_twiddle(uint d, uint k) {
+VEC2 fourstep_twiddle(uint d, uint k) {
 #ifdef FOURSTEP_DIGITS
     // Tables stored [k][d] (FOURSTEP_DIGITS values of d): line-fastest invocations have
     // neighbouring d, so their reads stay neighbours.
-    vec2 w = cmul(table[FOURSTEP_HI + (k / FOURSTEP_LO_LEN) * FOURSTEP_DIGITS + d],
+    VEC2 w = cmul(table[FOURSTEP_HI + (k / FOURSTEP_LO_LEN) * FOURSTEP_DIGITS + d],
                   table[FOURSTEP_LO + (k % FOURSTEP_LO_LEN) * FOURSTEP_DIGITS + d]);
 #else
-    vec2 w = cmul(table[FOURSTEP_HI + d * FOURSTEP_KH + k / FOURSTEP_LO_LEN],
+    VEC2 w = cmul(table[FOURSTEP_HI + d * FOURSTEP_KH + k / FOURSTEP_LO_LEN],
                   table[FOURSTEP_LO + d * FOURSTEP_LO_LEN + k % FOURSTEP_LO_LEN]);
 #endif
 #if INVERSE
@@ -317,12 +321,12 @@ bool butterfly(uint tid, uint b, const uint span, const bool paired, out uint j)
 // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2 (W = W_2N, Z[N] = Z[0]), and
 // X[N-k] from the same two values with W^(N-k) = -conj(W^k): a = Z[k], b = Z[N-k], k <= N. k =
 // N/2 (N even) is its own partner, written once.
-void unpack_pair(uint line, uint k, vec2 a, vec2 b) {
-    vec2 w = table[REAL_TW + k];
-    vec2 d = 0.5 * (a - vec2(b.x, -b.y)), d2 = 0.5 * (b - vec2(a.x, -a.y));
-    store(line, k, 0.5 * (a + vec2(b.x, -b.y)) + cmul(w, vec2(d.y, -d.x)));
+void unpack_pair(uint line, uint k, VEC2 a, VEC2 b) {
+    VEC2 w = table[REAL_TW + k];
+    VEC2 d = 0.5 * (a - VEC2(b.x, -b.y)), d2 = 0.5 * (b - VEC2(a.x, -a.y));
+    store(line, k, 0.5 * (a + VEC2(b.x, -b.y)) + cmul(w, VEC2(d.y, -d.x)));
     if (2u * k != N)
-        store(line, N - k, 0.5 * (b + vec2(a.x, -a.y)) - cmul(vec2(w.x, -w.y), vec2(d2.y, -d2.x)));
+        store(line, N - k, 0.5 * (b + VEC2(a.x, -a.y)) - cmul(VEC2(w.x, -w.y), VEC2(d2.y, -d2.x)));
 }
 #endif
 
@@ -399,7 +403,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
             uint k = j % Ns;
             if (Ns > 1u) {
                 UNROLL for (uint r = 1u; r < R; r++) {
-                    vec2 w = table[tw + (r - 1u) * Ns + k];
+                    VEC2 w = table[tw + (r - 1u) * Ns + k];
 #if INVERSE
                     w.y = -w.y;
 #endif
@@ -438,7 +442,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
         if (u < (span + 1u) / 2u) {
             UNROLL for (uint r = 0u; r < R; r++) {
                 uint k = u + r * span;
-                vec2 a = v[A + r], b = v[B + R - 1u - r];
+                VEC2 a = v[A + r], b = v[B + R - 1u - r];
                 if (u == 0u) {
                     if (r < h) {
                         k = r * span;
@@ -452,7 +456,7 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
                 if (u != 0u || r < h || span % 2u == 0u) unpack_pair(line, k, a, b);
             }
             if (u == 0u && N % 2u == 0u) {
-                vec2 z = v[R % 2u == 0u ? A + R / 2u : B + (R - 1u) / 2u];
+                VEC2 z = v[R % 2u == 0u ? A + R / 2u : B + (R - 1u) / 2u];
                 unpack_pair(line, N / 2u, z, z);
             }
         }

@@ -168,6 +168,16 @@ def test_which_cases_loop():
     assert quick == {"fft2 256x256", "rfft2 256x256", "fft 3x256x256", "fft 256x4096"}
 
 
+def test_double_cases():
+    # --double: every case, looped ones included, in float64/complex128 and named apart
+    cases, loop = bench.select_cases(_args(quick=True, double=True))
+    assert cases and all(c.double and c.name.endswith(" f64") for c in cases)
+    assert loop == {"fft2 256x256 f64", "rfft2 256x256 f64", "fft 3x256x256 f64",
+                    "fft 256x4096 f64"}
+    kinds = {bench.case_input(c).dtype for c in cases if c.kind in ("fft2", "rfft2")}
+    assert kinds == {np.dtype(np.complex128), np.dtype(np.float64)}
+
+
 def test_library_path_imports_no_diagnostics():
     # `import pyfftgl` and `python -m pyfftgl info` leave the benchmark, the Vulkan probes and
     # the reference libraries unimported

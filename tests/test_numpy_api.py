@@ -172,3 +172,38 @@ def test_every_function_matches_numpy(backend, name):
             assert np.max(np.abs(ours - ref)) <= np.finfo(np.float16).eps * np.max(np.abs(ref))
         else:
             assert_accurate(ours, ref.astype(np.complex128), x.size)
+
+
+# numpy's own fft tests that pyfftgl is not meant to pass, and why:
+NUMPY_EXCLUDED = (
+    # long double: pyfftgl computes in float or double and refuses extended precision
+    "longdouble",
+    # a 5-ulp absolute round trip through Bluestein lengths (17, 23): pyfftgl's double Bluestein
+    # reaches 5-6 ulp (within its contract of 2 eps sqrt(log2 n) relative; pocketfft's is direct)
+    "test_identity_long_short and float64",
+    # 1020 distinct lengths, each compiled: tens of minutes on software drivers
+    "test_identity and not long_short",
+)
+
+
+@pytest.mark.slow
+def test_numpy_own_test_module_passes_under_pyfftgl(tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+    site = os.path.dirname(np.__file__)
+    tests = os.path.join(site, "fft", "tests", "test_pocketfft.py")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    keep = " and ".join(f"not ({e})" for e in NUMPY_EXCLUDED)
+    # --noconftest: numpy's conftest needs hypothesis, which these tests do not use
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--noconftest", "-p",
+                          "numpy_fft_plugin", "-p", "no:cacheprovider", f"--rootdir={site}",
+                          "-k", keep, tests],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=3600)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    assert "failed" not in text and re.search(r"\d+ passed", text)
+    computed = int(re.search(r"pyfftgl computed (\d+) numpy.fft calls", text).group(1))
+    assert computed > 500  # the transforms really ran on pyfftgl

@@ -32,6 +32,10 @@
    transfer -> compute barrier where a submission begins, one compute -> compute barrier between
    dependent dispatches).
 
+7. The device is created with shaderFloat64 enabled where the GPU has it (kp enabled no
+   features): Vulkan requires a feature a shader module uses (pyfftgl's PRECISION 64 kernels
+   declare the Float64 capability) to be enabled on the device.
+
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
 """
@@ -168,6 +172,19 @@ DISPATCH_EDITS = [
 ]
 
 
+FEATURES_MARK = "// pyfftgl: enable shaderFloat64"
+FEATURES_EDITS = [
+    ("                                          validExtensions.data());\n\n"
+     "    this->mDevice = std::make_shared<vk::Device>();\n",
+     "                                          validExtensions.data());\n"
+     f"    {FEATURES_MARK} where the device has it (double-precision kernels)\n"
+     "    vk::PhysicalDeviceFeatures enabledFeatures;\n"
+     "    enabledFeatures.shaderFloat64 = physicalDevice.getFeatures().shaderFloat64;\n"
+     "    deviceCreateInfo.setPEnabledFeatures(&enabledFeatures);\n\n"
+     "    this->mDevice = std::make_shared<vk::Device>();\n"),
+]
+
+
 def _apply(path: Path, edits, done_when: str) -> None:
     text = path.read_text()
     if done_when in text:
@@ -188,6 +205,7 @@ def main(root: str) -> int:
     _apply(Path(root) / "src" / "Sequence.cpp", STAMP_EDITS, STAMP_MARK)
     _apply(Path(root) / "python" / "src" / "main.cpp", STAMP_BINDING_EDITS, STAMP_MARK)
     _apply(Path(root) / "src" / "OpAlgoDispatch.cpp", DISPATCH_EDITS, DISPATCH_MARK)
+    _apply(Path(root) / "src" / "Manager.cpp", FEATURES_EDITS, FEATURES_MARK)
     return 0
 
 

@@ -46,7 +46,7 @@ if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, pybind11, setuptool
 fi
 
 # kp is rebuilt when missing or built without our latest patch (tools/kp_patch.py says why).
-if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-6" ]; then
+if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-7" ]; then
   say "building kp $KP_VERSION from its sdist (offline CMake, system Vulkan headers and fmt)"
   export KOMPUTE_OPT_INSTALL=OFF KOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF \
     KOMPUTE_OPT_USE_BUILT_IN_FMT=OFF KOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF \
@@ -65,7 +65,7 @@ if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-6" ]; then
   "$VPY" tools/kp_patch.py "$src/kp-$KP_VERSION"
   pip install --no-build-isolation --no-deps --force-reinstall "$src/kp-$KP_VERSION"
   rm -rf "$src"
-  touch "$VENV/.kp-patch-6"
+  touch "$VENV/.kp-patch-7"
 fi
 
 # Checked from / so that the source folder itself does not satisfy the import.

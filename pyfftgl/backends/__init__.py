@@ -1,6 +1,7 @@
 """Backend selection: one Device per API per process, opened on first use."""
 from __future__ import annotations
 
+import os
 import threading
 
 from .base import BackendUnavailable, Device
@@ -47,6 +48,20 @@ def get_device(backend: str | Device | None = None) -> Device:
                     _errors[name] = e
             reasons.append(f"{name}: {_errors[name]}")
         raise BackendUnavailable("no usable pyfftgl backend. " + "; ".join(reasons))
+
+
+def _after_fork_in_child() -> None:
+    """A forked child cannot use the parent's GPU contexts (calls on them hang or fail, as CUDA's
+    do): its devices are unusable, and say why."""
+    for name in list(_devices):
+        del _devices[name]
+        _errors[name] = BackendUnavailable(
+            f"the {name} device was opened before this process was forked, and GPU contexts do "
+            "not survive a fork: use multiprocessing's 'spawn' or 'forkserver' start method")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def set_backend(backend: str | None) -> None:

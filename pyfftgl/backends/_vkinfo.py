@@ -119,6 +119,11 @@ class VkPhysicalDeviceProperties(Structure):
                 ("sparseProperties", VkPhysicalDeviceSparseProperties)]
 
 
+# VkPhysicalDeviceFeatures: 55 VkBool32 in spec order; the ones pyfftgl asks about by index.
+_FEATURE_COUNT = 55
+_FEATURES = {"shader_float64": 39}
+
+
 class VkApplicationInfo(Structure):
     _fields_ = [("sType", c_int32), ("pNext", c_void_p),
                 ("pApplicationName", c_char_p), ("applicationVersion", c_uint32),
@@ -274,10 +279,14 @@ def physical_devices() -> list[dict]:
             return []
         get_props = proc(b"vkGetPhysicalDeviceProperties", None,
                          c_void_p, POINTER(VkPhysicalDeviceProperties))
+        get_features = proc(b"vkGetPhysicalDeviceFeatures", None,
+                            c_void_p, POINTER(c_uint32 * _FEATURE_COUNT))
         out = []
         for i, phys in enumerate(enumerate_devices(handle, proc)):
             p = VkPhysicalDeviceProperties()
             get_props(phys, byref(p))
+            features = (c_uint32 * _FEATURE_COUNT)()
+            get_features(phys, byref(features))
             lim = p.limits
             out.append({
                 "index": i,
@@ -297,5 +306,6 @@ def physical_devices() -> list[dict]:
                 "timestamp_period": float(lim.timestampPeriod),
                 "timestamp_compute_and_graphics": bool(lim.timestampComputeAndGraphics),
                 "compute_family": _compute_family(proc, phys),
+                **{name: bool(features[k]) for name, k in _FEATURES.items()},
             })
         return out

@@ -21,6 +21,11 @@ class BackendUnavailable(RuntimeError):
     """A requested backend cannot run here; the message says why and how to fix it."""
 
 
+class PrecisionUnavailable(BackendUnavailable, TypeError):
+    """The device lacks what a precision needs (double: Vulkan's shaderFloat64, GL 4.0's
+    GL_ARB_gpu_shader_fp64); a TypeError too, as for any dtype pyfftgl cannot compute."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """The device limits the planner needs, read from the driver at run time."""
@@ -44,6 +49,7 @@ class DeviceInfo:
     api_version: str
     limits: Limits
     is_software: bool  # lavapipe / llvmpipe: CPU emulation of a GPU
+    float64: bool = False  # the kernels may compute in double (PRECISION 64)
 
 
 class Buffer(abc.ABC):

@@ -161,8 +161,10 @@ class GLBuffer(Buffer):
             weakref.finalize(self, release).atexit = False
 
 
-# Texture formats a kernel binds as images: moderngl (components, dtype) -> GLSL format.
-IMAGE_FORMATS = {(1, "f4"): "r32f", (2, "f4"): "rg32f", (4, "f4"): "rgba32f"}
+# Texture formats a kernel binds as images: moderngl (components, dtype) -> GLSL format. Half
+# floats are storage only: the kernels load them into float registers and compute in float.
+IMAGE_FORMATS = {(1, "f4"): "r32f", (2, "f4"): "rg32f", (4, "f4"): "rgba32f",
+                 (1, "f2"): "r16f", (2, "f2"): "rg16f", (4, "f2"): "rgba16f"}
 
 
 class GLImage(Image):
@@ -172,7 +174,7 @@ class GLImage(Image):
         key = (texture.components, texture.dtype)
         if key not in IMAGE_FORMATS:
             raise TypeError(f"a texture of {texture.components} component(s) of dtype "
-                            f"{texture.dtype!r} is not one of r32f, rg32f, rgba32f")
+                            f"{texture.dtype!r} is not one of {', '.join(IMAGE_FORMATS.values())}")
         self.texture = texture
         self.width, self.height = texture.size
         self.format, self.components = IMAGE_FORMATS[key], texture.components
@@ -331,6 +333,8 @@ class GLDevice(Device):
                 tuned=wisdom.load(renderer, "gl"),
             ),
             is_software="llvmpipe" in renderer or "softpipe" in renderer,
+            # doubles are core GLSL from GL 4.0 (GL_ARB_gpu_shader_fp64 before it)
+            float64=ctx.version_code >= 400 or "GL_ARB_gpu_shader_fp64" in ctx.extensions,
         )
         if own and self._handle:
             ctx.__exit__(None, None, None)  # current on no thread until a call needs it

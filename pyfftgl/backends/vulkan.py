@@ -216,6 +216,7 @@ class VulkanDevice(Device):
                 tuned=wisdom.load(props["device_name"], "vulkan"),
             ),
             is_software=props["device_type"] == "cpu",
+            float64=props["shader_float64"],
         )
         self._pending: set[VkSubmission] = set()  # run with wait=False, not yet waited for
         # Held by every call that submits, waits or touches host-visible memory: a Vulkan queue

@@ -6,8 +6,8 @@ data, no transfers); host time is the wall time of one device-resident call, sub
 included. The loop (`--loop`, and the loop cases of a full run) is the wall-clock time per call of
 many back-to-back device-resident calls ended by one device finish, as a render loop runs them,
 next to torch.fft eager running the same loop. GFLOP/s counts 5 N log2 N per transform; GB/s
-counts 16 bytes per complex element per pass of the plan; "% copy" compares that with the
-device's copy bandwidth measured first with the same API. Records go to
+counts 16 bytes per complex element per pass of the plan (32 in double, `--double`); "% copy"
+compares that with the device's copy bandwidth measured first with the same API. Records go to
 bench/results/<device-slug>.json (one file per device, merged by case), plots next to it when
 matplotlib is installed.
 
@@ -18,6 +18,7 @@ ctypes; `python -m pyfftgl.bench.vkstats` prints what the driver compiled a kern
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from . import timing, tuner
@@ -43,6 +44,9 @@ def select_cases(args) -> tuple[list[Case], set[str]]:
     if args.only is not None:  # `--only` alone: none of the groups (with --lengths)
         cases = [c for c in cases if c.group in args.only]
     cases += [batched_case(n, elements) for n in args.lengths]
+    if getattr(args, "double", False):  # every case in double precision, looped ones included
+        cases = [dataclasses.replace(c, double=True) for c in cases]
+        looped = [dataclasses.replace(c, double=True) for c in looped]
     if args.loop:
         return cases, {c.name for c in cases}
     return cases, {c.name for c in looped} if args.only is None else set()

@@ -13,10 +13,11 @@ class Case:
     shape: tuple[int, ...]  # input shape
     axes: tuple[int, ...]  # transformed axes
     group: str  # "1d", "2d", "3d", "real", "mixed", "bluestein"
+    double: bool = False  # float64/complex128 data (computed in double precision)
 
     @property
     def name(self) -> str:
-        return f"{self.kind} {'x'.join(map(str, self.shape))}"
+        return f"{self.kind} {'x'.join(map(str, self.shape))}" + (" f64" if self.double else "")
 
     @property
     def n(self) -> int:
@@ -69,8 +70,10 @@ def loop_cases(elements: int, quick: bool) -> list[Case]:
 
 
 def case_input(case: Case) -> np.ndarray:
-    """Random data of the case's shape: float32 for the real-input kinds, complex64 otherwise."""
+    """Random data of the case's shape: real for the real-input kinds, complex otherwise; single
+    precision, or double for a `double` case."""
     rng = np.random.default_rng(0)
+    real, cplx = (np.float64, np.complex128) if case.double else (np.float32, np.complex64)
     if case.kind in ("rfft", "rfft2", "rfftn"):
-        return rng.standard_normal(case.shape).astype(np.float32)
-    return (rng.standard_normal(case.shape) + 1j * rng.standard_normal(case.shape)).astype(np.complex64)
+        return rng.standard_normal(case.shape).astype(real)
+    return (rng.standard_normal(case.shape) + 1j * rng.standard_normal(case.shape)).astype(cplx)

@@ -79,8 +79,9 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
             if case.name not in refs_cache:
                 refs_cache[case.name] = references(case, data, reps, cpu)
             ref = refs_cache[case.name]
-            complex_elems = data.size if data.dtype == np.complex64 else data.size // 2
-            gbps = 16 * complex_elems * passes / (gpu * 1e-3) / 1e9
+            complex_elems = data.size if data.dtype.kind == "c" else data.size // 2
+            # each pass reads and writes every complex value once
+            gbps = 2 * (16 if case.double else 8) * complex_elems * passes / (gpu * 1e-3) / 1e9
             rec = dict(case=case.name, group=case.group, shape=list(case.shape), axes=list(case.axes),
                        batch=case.batch, kind=case.kind, backend=name, gpu_ms=gpu, host_ms=host,
                        sync_ms=sync, floor_ms=floor,

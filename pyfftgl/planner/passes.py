@@ -12,14 +12,15 @@ from .abi import FOURSTEP_LO_LEN, REALFFT_GROUP
 from .records import FourstepHiKey, FourstepLoKey, StageKey, TwiddleKey
 
 
-def float_literal(x: float) -> str:
-    """A GLSL float literal that rounds to the same float32 as x."""
-    return f"{float(x):.9e}"
+def float_literal(x: float, double: bool = False) -> str:
+    """A GLSL float literal that rounds to the same float32 as x; `double`: a double literal
+    holding x exactly (PRECISION 64 kernels)."""
+    return f"{float(x):.17e}lf" if double else f"{float(x):.9e}"
 
 
-def odd_radix_tables(radices) -> dict[str, str]:
+def odd_radix_tables(radices, double: bool = False) -> dict[str, str]:
     """ODD_COS / ODD_SIN (cos, sin of 2 pi m / R from float64) and ODD_OFFSET_R for the odd radices
-    in use, concatenated into one table each."""
+    in use, concatenated into one table each (of double literals with `double`)."""
     odd = sorted({r for r in radices if r % 2 and r > 1})
     if not odd:
         return {}
@@ -28,8 +29,8 @@ def odd_radix_tables(radices) -> dict[str, str]:
         out[f"ODD_OFFSET_{r}"] = f"{len(cos)}u"
         cos += [math.cos(2 * math.pi * m / r) for m in range(r)]
         sin += [math.sin(2 * math.pi * m / r) for m in range(r)]
-    out["ODD_COS"] = "float[](" + ", ".join(f"{c:.9e}" for c in cos) + ")"
-    out["ODD_SIN"] = "float[](" + ", ".join(f"{c:.9e}" for c in sin) + ")"
+    out["ODD_COS"] = "REAL[](" + ", ".join(float_literal(c, double) for c in cos) + ")"
+    out["ODD_SIN"] = "REAL[](" + ", ".join(float_literal(c, double) for c in sin) + ")"
     return out
 
 
