@@ -27,7 +27,10 @@ void main() {
 
     vec4 h0 = texelFetch(h0_tex, p, 0);
     float w = texelFetch(omega_tex, p, 0).r;
-    vec2 e = vec2(cos(w * time), sin(w * time));
+    // The phase reduced to [-pi, pi] first: GPU sin/cos lose accuracy on large arguments.
+    float ph = w * time;
+    ph -= 6.283185307179586 * floor(ph * 0.15915494309189535 + 0.5);
+    vec2 e = vec2(cos(ph), sin(ph));
     vec2 h = cmul(h0.xy, e) + cmul(h0.zw, vec2(e.x, -e.y));
 
     vec2 ih = times_i(h);
