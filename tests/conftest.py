@@ -57,3 +57,23 @@ def assert_accurate(got, ref, n, factor=1.0):
     rel_linf = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
     assert rel_l2 <= l2_bound(n, factor), f"n={n}: rel L2 {rel_l2:.3e} > {l2_bound(n, factor):.3e}"
     assert rel_linf <= linf_bound(n, factor), f"n={n}: rel Linf {rel_linf:.3e} > {linf_bound(n, factor):.3e}"
+
+
+def run_installed_tests(module_file, plugin, excluded, cwd, *extra) -> str:
+    """Run an installed package's test module (numpy's, scipy's) in a subprocess with `plugin`
+    putting pyfftgl in place, the `excluded` tests deselected; its output once it passed."""
+    import os
+    import re
+    import subprocess
+    import sys
+    site = os.path.dirname(os.path.dirname(os.path.dirname(module_file)))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    keep = " and ".join(f"not ({e})" for e in excluded)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", *extra, "-p", plugin, "-p",
+                          "no:cacheprovider", f"--rootdir={site}", "-k", keep, module_file],
+                         capture_output=True, text=True, cwd=cwd, env=env, timeout=3600)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    assert "failed" not in text and re.search(r"\d+ passed", text)
+    return text

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import pyfftgl
-from conftest import assert_accurate
+from conftest import assert_accurate, run_installed_tests
 
 NORMS = [None, "backward", "ortho", "forward"]
 
@@ -190,20 +190,9 @@ NUMPY_EXCLUDED = (
 def test_numpy_own_test_module_passes_under_pyfftgl(tmp_path):
     import os
     import re
-    import subprocess
-    import sys
-    site = os.path.dirname(np.__file__)
-    tests = os.path.join(site, "fft", "tests", "test_pocketfft.py")
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__) + os.pathsep
-               + os.environ.get("PYTHONPATH", ""))
-    keep = " and ".join(f"not ({e})" for e in NUMPY_EXCLUDED)
+    tests = os.path.join(os.path.dirname(np.__file__), "fft", "tests", "test_pocketfft.py")
     # --noconftest: numpy's conftest needs hypothesis, which these tests do not use
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--noconftest", "-p",
-                          "numpy_fft_plugin", "-p", "no:cacheprovider", f"--rootdir={site}",
-                          "-k", keep, tests],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=3600)
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-3000:]
-    assert "failed" not in text and re.search(r"\d+ passed", text)
+    text = run_installed_tests(tests, "numpy_fft_plugin", NUMPY_EXCLUDED, tmp_path,
+                               "--noconftest")
     computed = int(re.search(r"pyfftgl computed (\d+) numpy.fft calls", text).group(1))
     assert computed > 500  # the transforms really ran on pyfftgl

@@ -1,8 +1,6 @@
 """pyfftgl.scipy_fft as a scipy.fft backend, including scipy's own test module run under it."""
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -10,7 +8,7 @@ import scipy
 import scipy.fft
 
 import pyfftgl.scipy_fft as backend_module
-from conftest import assert_accurate
+from conftest import assert_accurate, run_installed_tests
 
 
 @pytest.mark.quick
@@ -49,16 +47,7 @@ SCIPY_EXCLUDED = (
 
 @pytest.mark.slow
 def test_scipy_own_test_module_passes_under_pyfftgl(tmp_path):
-    site = os.path.dirname(scipy.__file__)
-    tests = os.path.join(site, "fft", "tests", "test_basic.py")
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__) + os.pathsep
-               + os.environ.get("PYTHONPATH", ""))
-    keep = " and ".join(f"not ({e})" for e in SCIPY_EXCLUDED)
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "scipy_backend_plugin",
-                          "-p", "no:cacheprovider", f"--rootdir={site}", "-k", keep, tests],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=3600)
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-3000:]
-    assert "failed" not in text and re.search(r"\d+ passed", text)
+    tests = os.path.join(os.path.dirname(scipy.__file__), "fft", "tests", "test_basic.py")
+    text = run_installed_tests(tests, "scipy_backend_plugin", SCIPY_EXCLUDED, tmp_path)
     computed = int(re.search(r"pyfftgl computed (\d+) scipy.fft calls", text).group(1))
     assert computed > 100  # the cases really ran on pyfftgl
