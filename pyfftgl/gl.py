@@ -20,13 +20,12 @@ with a memory barrier of all bits, so the caller's next draw may sample the resu
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from . import _validate, planner
 from .backends.gl import IMAGE_FORMATS, GLDevice, GLImage
-from .plans import Storage, TransformPlan, element_limits
+from .plans import Recorded, Storage, TransformPlan, element_limits
 
 _FIELDS = {"r32f": 1, "rg32f": 1, "rgba32f": 2, "r16f": 1, "rg16f": 1, "rgba16f": 2}
 # The format a real field's spectrum goes to, the same precision with an imaginary channel.
@@ -78,7 +77,7 @@ class TextureFFT:
             raise ValueError(f"{self.shape} exceeds this device's largest texture side ({side})")
         self._plans: dict[tuple, TransformPlan] = {}
         self._mid: dict[int, object] = {}  # fields -> the buffer between convolve's halves
-        self._recorded: OrderedDict = OrderedDict()
+        self._recorded = Recorded(self.RECORDED)
         self._lock = threading.Lock()
 
     # -- plans ------------------------------------------------------------------------------
@@ -160,22 +159,16 @@ class TextureFFT:
 
     # -- calls ------------------------------------------------------------------------------
 
-    def _run(self, key, build):
-        """Replay the submission recorded under `key` (built by build() on first use)."""
+    def _run(self, tag, objs, build):
+        """Replay the submission recorded for `tag` on the textures `objs` (built by build() on
+        first use)."""
         with self._lock:
-            entry = self._recorded.get(key[0])
-            if entry is None or any(a is not b for a, b in zip(entry[0], key[1])):
-                entry = self._recorded[key[0]] = (key[1], self.device.record(build()))
-                while len(self._recorded) > self.RECORDED:
-                    self._recorded.popitem(last=False)
-            self._recorded.move_to_end(key[0])
-            entry[1].run(wait=False)
+            self._recorded.get(objs, lambda: self.device.record(build()), tag).run(wait=False)
 
     def _transform(self, inverse: bool, src, dst):
         # A real field's spectrum is complex; the inverse may keep real parts (an r32f dst).
         pairs, many = self._pairs(src, dst, lambda fs: _COMPLEX_OF.get(fs, fs), real_out=inverse)
         objs = tuple(o for s, d, _, _ in pairs for o in (s, d))
-        key = (("t", inverse) + tuple(id(o) for o in objs), objs)
 
         def build():
             out = []
@@ -184,7 +177,7 @@ class TextureFFT:
                 out += [x for ds in plan.dispatches({"in": GLImage(s), "out": GLImage(d)})
                         for x in ds]
             return out
-        self._run(key, build)
+        self._run(("t", inverse), objs, build)
         dsts = [d for _, d, _, _ in pairs]
         return dsts if many else dsts[0]
 
@@ -265,7 +258,6 @@ class TextureFFT:
                 raise ValueError(f"a spectrum of {spectrum.fields} fields cannot filter a "
                                  f"{fs} texture of {_FIELDS[fs]}")
         objs = tuple(o for s, d, _, _ in pairs for o in (s, d)) + (spectrum,)
-        key = (("c",) + tuple(id(o) for o in objs), objs)
 
         def build():
             out = []
@@ -278,7 +270,7 @@ class TextureFFT:
                                                     "spec": spectrum.buffer}) for x in ds]
                 out += [x for ds in inv.dispatches({"in": mid, "out": GLImage(d)}) for x in ds]
             return out
-        self._run(key, build)
+        self._run(("c",), objs, build)
         dsts = [d for _, d, _, _ in pairs]
         return dsts if many else dsts[0]
 

@@ -122,6 +122,30 @@ def check_precision(device: Device, precision: int) -> None:
 _COMPONENTS = {"r32f": 1, "rg32f": 2, "rgba32f": 4, "r16f": 1, "rg16f": 2, "rgba16f": 4}
 
 
+class Recorded:
+    """The submissions recorded for the last `size` sets of resources, by their identity: a loop
+    that reuses its buffers or textures replays one, with no recording or allocation per call.
+    Callers hold their own lock."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()  # (tag, ids) -> (resources, submission)
+
+    def get(self, resources: tuple, record, tag=()):
+        """The submission recorded for `resources` (and `tag`), made by record() if new."""
+        key = (tag, tuple(map(id, resources)))
+        entry = self._entries.get(key)
+        if entry is None or any(a is not b for a, b in zip(entry[0], resources)):
+            entry = self._entries[key] = (resources, record())
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        self._entries.move_to_end(key)
+        return entry[1]
+
+    def clear(self):
+        self._entries.clear()
+
+
 class TransformPlan:
     """Complex transforms over `axes` of a C-contiguous complex64 array of `shape`, bound to one
     device: tables, work buffers and programs allocated once, every pass recorded in one
@@ -167,7 +191,7 @@ class TransformPlan:
                                                            limits.max_group_count))
                                   for p in spec.passes)
         self._host_run = None  # the upload-run-download submission, recorded on first use
-        self._recorded: OrderedDict = OrderedDict()  # resource ids -> (resources, submission)
+        self._recorded = Recorded(self.RECORDED)
         self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
 
@@ -284,16 +308,12 @@ class TransformPlan:
     def submission(self, resources: dict):
         """The recorded submission binding `resources` (name -> buffer or image), recorded once
         per set of resources among the last RECORDED used."""
-        key = tuple((name, id(r)) for name, r in sorted(resources.items()))
+        names = tuple(sorted(resources))
         with self.device.current(), self._lock:  # the device first, as in execute()
-            entry = self._recorded.get(key)
-            if entry is None or any(entry[0][n] is not r for n, r in resources.items()):
-                sub = self.device.record([d for ds in self.dispatches(resources) for d in ds])
-                entry = self._recorded[key] = (dict(resources), sub)
-                while len(self._recorded) > self.RECORDED:
-                    self._recorded.popitem(last=False)
-            self._recorded.move_to_end(key)
-            return entry[1]
+            return self._recorded.get(
+                tuple(resources[n] for n in names),
+                lambda: self.device.record([d for ds in self.dispatches(resources) for d in ds]),
+                names)
 
     def output_buffer(self):
         """A new device buffer of the plan's output size."""
