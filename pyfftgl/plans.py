@@ -18,9 +18,8 @@ from .backends.base import Device, Dispatch, Limits, PrecisionUnavailable
 
 
 def twiddle_table(n: int, dtype=np.complex64) -> np.ndarray:
-    """exp(-2 pi i m / n) for m < n, from float64 and rounded once to `dtype`."""
-    m = np.arange(n, dtype=np.float64)
-    return np.exp(-2j * np.pi * m / n).astype(dtype)
+    """exp(-2 pi i m / n) for m < n, rounded once to `dtype`."""
+    return planner.unit_roots(np.arange(n), n).astype(dtype)
 
 
 def bluestein_chirp(n: int, inverse: bool, dtype=np.complex64) -> np.ndarray:
@@ -31,14 +30,12 @@ def bluestein_chirp(n: int, inverse: bool, dtype=np.complex64) -> np.ndarray:
     """
     j = np.arange(n, dtype=np.int64)
     r = (j * j) % (2 * n)  # exact: j^2 < 2^63 for every n this library plans
-    w = np.exp((1j if inverse else -1j) * np.pi * r.astype(np.float64) / n)
-    return w.astype(dtype)
+    return planner.unit_roots(r, 2 * n, 1 if inverse else -1).astype(dtype)
 
 
 def bluestein_kernel(n: int, m: int, inverse: bool, dtype=np.complex64) -> np.ndarray:
     """The spectrum of the convolution kernel conj(w[j]) (j in -(n-1)..n-1, wrapped mod m)."""
-    j = np.arange(n, dtype=np.int64)
-    w = np.exp((1j if inverse else -1j) * np.pi * ((j * j) % (2 * n)).astype(np.float64) / n)
+    w = bluestein_chirp(n, inverse, np.complex128)
     c = np.zeros(m, np.complex128)
     c[:n] = np.conj(w)
     c[m - n + 1:] = np.conj(w[1:][::-1])
@@ -52,8 +49,7 @@ def build_table(key, dtype=np.complex64) -> np.ndarray:
         return twiddle_table(key.n, dtype)
     if isinstance(key, planner.StageKey):  # W_{r ns}^(r k) at (r - 1) ns + k, r < radix, k < ns
         rk = np.arange(1, key.radix, dtype=np.int64)[:, None] * np.arange(key.ns, dtype=np.int64)
-        return np.exp(-2j * np.pi * rk.ravel().astype(np.float64)
-                      / (key.radix * key.ns)).astype(dtype)
+        return planner.unit_roots(rk.ravel(), key.radix * key.ns).astype(dtype)
     if isinstance(key, (planner.FourstepLoKey, planner.FourstepHiKey)):
         # W_n^(d k) = hi[d, k // L] * lo[d, k % L] for line digits d < lines, k < length;
         # digit-fastest tables (StockhamPass.digit_fastest) are stored transposed, [k][d]
@@ -62,7 +58,7 @@ def build_table(key, dtype=np.complex64) -> np.ndarray:
              else ln * np.arange(-(-key.length // ln), dtype=np.int64))
         m = (np.arange(key.lines, dtype=np.int64)[:, None] * k) % key.n  # exact, then one rounding
         m = m.T if key.digit_fastest else m
-        return np.exp(-2j * np.pi * m.ravel().astype(np.float64) / key.n).astype(dtype)
+        return planner.unit_roots(m.ravel(), key.n).astype(dtype)
     if isinstance(key, planner.ChirpKey):
         return bluestein_chirp(key.n, key.inverse, dtype)
     if isinstance(key, planner.BluesteinKernelKey):

@@ -94,7 +94,7 @@ const REAL odd_cos[] = ODD_COS;
 const REAL odd_sin[] = ODD_SIN;
 
 void dft_odd(uint P, uint table, uint step, uint o, uint s) {
-    CPLX sum[6], dif[6];  // P <= 13
+    CPLX sum[ODD_HALF_MAX], dif[ODD_HALF_MAX];  // (P - 1) / 2 for the largest odd prime in use
     CPLX x0 = v[o], y0 = x0;
     uint half_p = (P - 1u) / 2u;
     UNROLL for (uint n = 1u; n <= half_p; n++) {
@@ -167,6 +167,21 @@ void dft(uint R, uint o) {
 #endif
 #ifdef ODD_OFFSET_13
     case 13u: dft_odd(13u, ODD_OFFSET_13, 1u, o, 1u); break;
+#endif
+#ifdef ODD_OFFSET_17
+    case 17u: dft_odd(17u, ODD_OFFSET_17, 1u, o, 1u); break;
+#endif
+#ifdef ODD_OFFSET_19
+    case 19u: dft_odd(19u, ODD_OFFSET_19, 1u, o, 1u); break;
+#endif
+#ifdef ODD_OFFSET_23
+    case 23u: dft_odd(23u, ODD_OFFSET_23, 1u, o, 1u); break;
+#endif
+#ifdef ODD_OFFSET_29
+    case 29u: dft_odd(29u, ODD_OFFSET_29, 1u, o, 1u); break;
+#endif
+#ifdef ODD_OFFSET_31
+    case 31u: dft_odd(31u, ODD_OFFSET_31, 1u, o, 1u); break;
 #endif
 #ifdef ODD_OFFSET_9
     case 9u: dft_square(3u, ODD_OFFSET_9, o); break;

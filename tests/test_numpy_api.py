@@ -178,9 +178,6 @@ def test_every_function_matches_numpy(backend, name):
 NUMPY_EXCLUDED = (
     # long double: pyfftgl computes in float or double and refuses extended precision
     "longdouble",
-    # a 5-ulp absolute round trip through Bluestein lengths (17, 23): pyfftgl's double Bluestein
-    # reaches 5-6 ulp (within its contract of 2 eps sqrt(log2 n) relative; pocketfft's is direct)
-    "test_identity_long_short and float64",
     # 1020 distinct lengths, each compiled: tens of minutes on software drivers
     "test_identity and not long_short",
 )

@@ -50,7 +50,9 @@ def test_radices_follow_their_rule():
 def test_mixed_and_unsupported_lengths():
     assert planner.radices_for(1000) == (5, 5, 5, 8)
     assert planner.radices_for(2 * 3 * 5 * 7 * 11 * 13) == (3, 5, 7, 11, 13, 2)
-    assert planner.radices_for(17) is None
+    assert planner.radices_for(17) == (17,)
+    assert planner.radices_for(2 * 29 * 31) == (29, 31, 2)
+    assert planner.radices_for(37) is None
     assert planner.radices_for(2 * 4099) is None
     with pytest.raises(ValueError):
         planner.radices_for(0)
@@ -139,14 +141,14 @@ def test_multipass_factors_multiply_back():
 def test_bluestein_only_where_needed():
     for n in range(1, 3000):
         spec = planner.plan_fft(n, 1, False, "backward", SOFT)
-        smooth = set(planner.prime_factors(n)) <= {2, 3, 5, 7, 11, 13}
+        smooth = set(planner.prime_factors(n)) <= {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31}
         assert (spec.algorithm == "bluestein") == (not smooth), n
         for p in spec.passes:
             assert p.registers <= planner.MAX_REGISTERS
             assert p.shared_bytes <= SOFT.max_shared_bytes and p.invocations <= 1024
 
 
-@pytest.mark.parametrize("n", [17, 2011, 4099, 65537, 100003, 4099 * 64])
+@pytest.mark.parametrize("n", [37, 2011, 4099, 65537, 100003, 4099 * 64])
 def test_bluestein_convolution_length(n):
     spec = planner.plan_fft(n, 1, False, "backward", SOFT)
     m = spec.conv_n

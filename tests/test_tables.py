@@ -73,3 +73,48 @@ def test_bluestein_kernel_spectrum():
     assert np.allclose(c[:n], np.conj(w), atol=1e-6)
     assert np.allclose(c[m - n + 1:], np.conj(w[1:][::-1]), atol=1e-6)
     assert np.allclose(c[n:m - n + 1], 0, atol=1e-6)
+
+
+def exact_cos_sin(m, n, digits=40):
+    """cos and sin of 2 pi m / n to `digits` digits: pi from Machin's formula and Taylor series
+    in decimal, independent of any floating-point library."""
+    from decimal import Decimal, getcontext
+    getcontext().prec = digits + 10
+
+    def arctan_inv(k):  # arctan(1 / k)
+        x, total, term, i = Decimal(1) / k, Decimal(0), Decimal(1) / k, 1
+        while term > Decimal(10) ** -(digits + 5):
+            total += term / i if (i // 2) % 2 == 0 else -term / i
+            term *= x * x
+            i += 2
+        return total
+    pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))
+    a = 2 * pi * (Decimal(m % n) / n)
+    cos, sin, term, i = Decimal(0), Decimal(0), Decimal(1), 0
+    while abs(term) > Decimal(10) ** -(digits + 5):
+        if i % 2 == 0:
+            cos += term if (i // 2) % 2 == 0 else -term
+        else:
+            sin += term if (i // 2) % 2 == 0 else -term
+        i += 1
+        term = term * a / i
+    return float(cos), float(sin)
+
+
+@pytest.mark.parametrize("n", [3, 5, 8, 12, 17, 31, 1000, 4099, 2**20])
+def test_unit_roots_correctly_rounded(n):
+    # Double-precision plans take every table from unit_roots: each value within half a unit of
+    # double of the exact root (np.exp of a float64 angle is off by up to ~4 units), and the
+    # values on the axes and at the sixths exact.
+    from pyfftgl.planner import unit_roots
+    ms = sorted(set(range(min(n, 40))) | set(np.random.default_rng(n).integers(0, n, 40).tolist()))
+    w = unit_roots(np.array(ms), n)
+    for m, got in zip(ms, w):
+        c, s = exact_cos_sin(m, n)
+        # half a unit of the exact value (exact zeros come out of the series as ~1e-45)
+        assert abs(got.real - c) <= np.spacing(abs(c)) / 2 * 1.0001 + 1e-40, (m, n)
+        assert abs(got.imag + s) <= np.spacing(abs(s)) / 2 * 1.0001 + 1e-40, (m, n)
+    if n % 12 == 0:
+        w = unit_roots(np.array([0, n // 4, n // 2, 3 * n // 4, n // 6, n // 3]), n)
+        assert list(w[:4]) == [1, -1j, -1, 1j]
+        assert w[4].real == 0.5 and w[5].real == -0.5

@@ -19,6 +19,7 @@ from .compose import (AxisView, TransformSpec, _blocked_pair, _chain, _chunk_uni
 from .factors import (_axis_factors, _balanced, _fast_factors, _line_pass, _narrow_strided,
                       _tiled_pass, _untiled_axis, _untiled_fits, _wide_tiles, smooth_length,
                       stockham_pass)
+from .roots import unit_roots
 from .passes import Layout, RealPass, StockhamPass, float_literal, odd_radix_tables
 from .records import (BluesteinKernelKey, ChirpKey, FourstepHiKey, FourstepLoKey, StageKey, Step,
                       TunedShape, TwiddleKey, key_length, tiled_key)

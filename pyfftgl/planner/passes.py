@@ -7,9 +7,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import rules
 from .abi import FOURSTEP_LO_LEN, REALFFT_GROUP
 from .records import FourstepHiKey, FourstepLoKey, StageKey, TwiddleKey
+from .roots import unit_roots
 
 
 def float_literal(x: float, double: bool = False) -> str:
@@ -27,8 +30,13 @@ def odd_radix_tables(radices, double: bool = False) -> dict[str, str]:
     out, cos, sin = {}, [], []
     for r in odd:
         out[f"ODD_OFFSET_{r}"] = f"{len(cos)}u"
-        cos += [math.cos(2 * math.pi * m / r) for m in range(r)]
-        sin += [math.sin(2 * math.pi * m / r) for m in range(r)]
+        w = unit_roots(np.arange(r), r, 1)
+        cos += list(w.real)
+        sin += list(w.imag)
+    # The generic butterfly's sums and differences: (P - 1) / 2 of each for the largest prime P
+    # (a square radix runs rounds of its prime).
+    primes = [math.isqrt(r) if math.isqrt(r) ** 2 == r else r for r in odd]
+    out["ODD_HALF_MAX"] = str(max(primes) // 2)
     out["ODD_COS"] = "REAL[](" + ", ".join(float_literal(c, double) for c in cos) + ")"
     out["ODD_SIN"] = "REAL[](" + ", ".join(float_literal(c, double) for c in sin) + ")"
     return out

@@ -10,8 +10,8 @@ from .records import TunedShape
 # Radices the Stockham kernel has butterflies for. 8 and 4 are preferred for powers of two
 # (fewer stages = fewer trips through shared memory); the odd primes use a generic small DFT,
 # and their squares 9, 25, 49 two rounds of it in registers (one stage instead of two).
-RADICES = (2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 25, 49)
-_ODD_PRIMES = (3, 5, 7, 11, 13)
+RADICES = (2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 17, 19, 23, 25, 29, 31, 49)
+_ODD_PRIMES = (3, 5, 7, 11, 13, 17, 19, 23, 29, 31)
 _ODD_SQUARES = (9, 25, 49)
 # Invocations per workgroup we aim for: enough to hide latency, small enough for every driver.
 TARGET_INVOCATIONS = 256
