@@ -42,7 +42,7 @@ def test_candidates_cover_radix_16_and_padding():
     assert TunedShape(4096, (16, 16, 16), 256, 0, True) in cands
     assert TunedShape(4096, (16, 16, 16), 256, 0, False) in cands
     assert all(int(np.prod(c.radices)) == 4096 and c.n == 4096 and not c.tiled for c in cands)
-    assert planner.shape_candidates(17 * 4, GPU) == []  # 17 is Bluestein's
+    assert planner.shape_candidates(37 * 4, GPU) == []  # 37 is Bluestein's
 
 
 def test_candidates_merge_equal_odd_primes_into_square_radices():
