@@ -14,10 +14,16 @@ EPS32 = float(np.finfo(np.float32).eps)
 QUICK_MODULES = ("test_planner.py", "test_tables.py", "test_validate.py")
 
 
+# Modules whose tests compile hundreds of kernels run first, so that the two pytest workers do
+# not end on one of them while the other sits idle.
+HEAVY_MODULES = ("test_sizes.py", "test_tuning.py")
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.name in QUICK_MODULES:
             item.add_marker(pytest.mark.quick)
+    items.sort(key=lambda item: item.path.name not in HEAVY_MODULES)  # stable: order kept within
 
 
 @pytest.fixture(params=BACKENDS)
@@ -30,6 +36,14 @@ def backend(request):
     if request.param == "gl":
         with device.current():
             assert device.ctx.error == "GL_NO_ERROR"
+
+
+def share(items, backend):
+    """This backend's share of `items` when two backends split a sweep: every other item, so the
+    sweep covers each item once, on one real driver, and each driver sees the whole range. The
+    kernels are one GLSL source for both APIs; compiling each of hundreds of lengths twice on
+    the software drivers doubled the suite's time for no path the other tests leave untried."""
+    return list(items)[BACKENDS.index(backend)::len(BACKENDS)]
 
 
 def random_complex(shape, seed=0):

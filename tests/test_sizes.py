@@ -7,7 +7,7 @@ import pyfftgl
 from pyfftgl import planner
 from pyfftgl.backends import get_device
 from pyfftgl.plans import build_table
-from conftest import assert_accurate, random_complex
+from conftest import assert_accurate, random_complex, share
 
 
 def check(n, batch, backend, inverse=False):
@@ -45,8 +45,9 @@ def lengths_up_to_1024(limits):
 
 
 def test_every_length_up_to_1024(backend):
+    # every length on one of the two drivers (conftest.share), every other one on each
     limits = get_device(backend).info.limits
-    lengths = lengths_up_to_1024(limits)
+    lengths = share(lengths_up_to_1024(limits), backend)
     # the premise of the sample: 113 and 127 (convolution length 256) share their programs
     assert programs(planner.plan_fft(113, 2, False, "backward", limits)) == programs(
         planner.plan_fft(127, 2, False, "backward", limits))
@@ -56,7 +57,8 @@ def test_every_length_up_to_1024(backend):
 
 @pytest.mark.parametrize("seed", [0])
 def test_inverse_of_a_sample_of_lengths(backend, seed):
-    for n in np.random.default_rng(seed).choice(np.arange(1, 1025), 48, replace=False):
+    for n in share(np.random.default_rng(seed).choice(np.arange(1, 1025), 48, replace=False),
+                   backend):
         check(int(n), 3, backend, inverse=True)
 
 
@@ -75,7 +77,8 @@ def test_powers_of_2_3_5_7_up_to_the_buffer_limit(backend):
     biggest = limits.max_buffer_bytes // 8
     sizes = radix_powers(min(biggest, 2**24))
     assert 2**24 in sizes or biggest < 2**24
-    for n in sizes:
+    # each power on one driver (conftest.share); the largest, at this driver's limit, on both
+    for n in sorted(set(share(sizes, backend)) | {max(sizes)}):
         batch = 1 if n > 2**16 else 3
         plan = check(n, batch, backend)
         assert len(plan.passes) <= 3
@@ -113,12 +116,19 @@ def test_lengths_just_above_each_pass_count_boundary(backend):
 def test_real_transforms_of_even_lengths(backend):
     """rfft of every even length to 160 (the fused unpack of n/2 = 1..80 points: every radix
     order, odd and even last-stage spans) and of longer ones (several butterflies per invocation,
-    four-step and Bluestein halves with a separate unpack), and irfft back."""
+    four-step and Bluestein halves with a separate unpack), and irfft back: of each length the
+    forward on one driver and the inverse on the other (conftest.share), so both drivers run
+    every length."""
     rng = np.random.default_rng(5)
-    for n in list(range(2, 161, 2)) + [384, 1000, 1536, 2000, 2048, 2402, 4096, 6250, 8192, 12000]:
+    lengths = list(range(2, 161, 2)) + [384, 1000, 1536, 2000, 2048, 2402, 4096, 6250, 8192, 12000]
+    forward = set(share(lengths, backend))
+    for n in lengths:
         x = rng.standard_normal((3, n)).astype(np.float32)
         ref = np.fft.rfft(x.astype(np.float64))
         factor = 2.0 if planner.radices_for(n // 2) is None else 1.0
-        got = pyfftgl.rfft(x, backend=backend)
-        assert_accurate(got, ref, n, factor)
-        assert_accurate(pyfftgl.irfft(got, n=n, backend=backend), x.astype(np.float64), n, factor)
+        if n in forward:
+            assert_accurate(pyfftgl.rfft(x, backend=backend), ref, n, factor)
+        else:
+            spectrum = ref.astype(np.complex64)
+            want = np.fft.irfft(spectrum.astype(np.complex128), n=n)
+            assert_accurate(pyfftgl.irfft(spectrum, n=n, backend=backend), want, n, factor)

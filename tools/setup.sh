@@ -45,8 +45,21 @@ if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, pybind11, setuptool
     "dask[array]>=2024.1" "distributed>=2024.1"
 fi
 
-# kp is rebuilt when missing or built without our latest patch (tools/kp_patch.py says why).
-if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-7" ]; then
+# kp is rebuilt when missing or built without our latest patch (tools/kp_patch.py says why). The
+# wheel is kept in the user's cache (per patch level; its name carries the Python tag), so a fresh
+# clone on the same machine installs it instead of compiling Kompute again.
+KP_PATCH=7
+WHEELS="${PYFFTGL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pyfftgl}/kp-wheels/patch-$KP_PATCH"
+tag=$("$VPY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-$KP_PATCH" ]; then
+  for whl in "$WHEELS"/kp-"$KP_VERSION"-"$tag"-*.whl; do
+    [ -f "$whl" ] || continue
+    say "installing kp $KP_VERSION from $whl"
+    pip install --no-deps --force-reinstall "$whl" && "$VPY" -c 'import kp' 2>/dev/null \
+      && touch "$VENV/.kp-patch-$KP_PATCH" || rm -f "$whl"
+  done
+fi
+if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-$KP_PATCH" ]; then
   say "building kp $KP_VERSION from its sdist (offline CMake, system Vulkan headers and fmt)"
   export KOMPUTE_OPT_INSTALL=OFF KOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF \
     KOMPUTE_OPT_USE_BUILT_IN_FMT=OFF KOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF \
@@ -63,9 +76,11 @@ if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-7" ]; then
   pip download --no-deps --no-binary :all: -d "$src" "kp==$KP_VERSION"
   tar xzf "$src"/kp-"$KP_VERSION".tar.gz -C "$src"
   "$VPY" tools/kp_patch.py "$src/kp-$KP_VERSION"
-  pip install --no-build-isolation --no-deps --force-reinstall "$src/kp-$KP_VERSION"
+  mkdir -p "$WHEELS"
+  pip wheel --no-build-isolation --no-deps -w "$WHEELS" "$src/kp-$KP_VERSION"
+  pip install --no-deps --force-reinstall "$WHEELS"/kp-"$KP_VERSION"-"$tag"-*.whl
   rm -rf "$src"
-  touch "$VENV/.kp-patch-7"
+  touch "$VENV/.kp-patch-$KP_PATCH"
 fi
 
 # Checked from / so that the source folder itself does not satisfy the import.
