@@ -47,8 +47,8 @@ class OceanGPU:
         self.size = n = ocean.params.size
         self.field_format, self.field_dtype = FIELD_FORMATS[bool(half)]
         self.fft = TextureFFT(ctx, (n, n), norm="forward")   # unscaled inverse: Tessendorf's sum
-        self.spectrum_cs = ctx.compute_shader(
-            shader_source("spectrum.comp", {"FIELD_FORMAT": self.field_format}))
+        self.spectrum_source = shader_source("spectrum.comp", {"FIELD_FORMAT": self.field_format})
+        self.spectrum_cs = ctx.compute_shader(self.spectrum_source)
         self.foam_cs = ctx.compute_shader(shader_source("foam.comp"))
         self.foam_decay, self.foam_bias, self.foam_gain = foam_decay, foam_bias, foam_gain
         self.fields = []   # per cascade [tex0, tex1]
