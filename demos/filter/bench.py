@@ -111,9 +111,8 @@ def run_bench(shapes, iters, json_path=None, half=False):
               "host": platform.node(), "iters": iters,
               "work": "RGBA image: forward + multiply + inverse (TextureFFT.convolve, two complex "
                       "fields) vs torch fft2/mul/ifft2 of (2, H, W) complex64",
+              **({"storage": "rgba16f textures, float32 compute"} if half else {}),
               "rows": []}
-    if half:
-        result["storage"] = "rgba16f textures, float32 compute"
     how = "wall clock; software GL time queries miss compute" if software else "GL time queries"
     print(f"GL: {result['gl_renderer']} ({how})" + (", rgba16f textures" if half else ""))
     print(f"{'W x H':>11} {'GL frame':>10} {'GL loop':>10} {'GL wall':>10} {'torch frame':>12} "
