@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from demos.filter import app, filters, images
+from conftest import snr_db
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHAPE = (128, 192)  # (height, width): not square, and a factor 3 in the width
@@ -52,10 +53,6 @@ def renderer(ctx):
 def half_renderer(ctx):
     """--half: every texture of the demo in rgba16f."""
     yield from _renderer(ctx, True)
-
-
-def snr_db(got, ref):
-    return 20 * np.log10(np.linalg.norm(ref) / np.linalg.norm(got - ref))
 
 
 # Parameters scaled to the small test image so each filter changes it a lot.

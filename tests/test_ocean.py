@@ -16,6 +16,7 @@ import pytest
 
 from demos.ocean import physics
 from demos.ocean.physics import Ocean, OceanParams
+from conftest import snr_db
 
 ROOT = Path(__file__).resolve().parents[1]
 EPS32 = float(np.finfo(np.float32).eps)
@@ -255,10 +256,6 @@ def test_gpu_fields_match_reference(ctx, size):
             err = np.linalg.norm(gpu[name] - ref[name].real) / np.linalg.norm(ref[name].real)
             assert err < 2e-6, (name, err)
     sim.release()
-
-
-def snr_db(got, ref):
-    return 20 * np.log10(np.linalg.norm(ref) / np.linalg.norm(got - ref))
 
 
 @pytest.mark.parametrize("size", [64, 256])
