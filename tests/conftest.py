@@ -60,6 +60,11 @@ def linf_bound(n, factor=1.0):
     return factor * (2e-6 + 5e-7 * np.log10(max(n, 1)))
 
 
+def snr_db(got, ref):
+    """Signal to noise ratio of got against ref in dB: the fp16 storage contract is >= 50."""
+    return 20 * np.log10(np.linalg.norm(ref) / np.linalg.norm(got - ref))
+
+
 def assert_accurate(got, ref, n, factor=1.0):
     """got (float32 result) against ref (float64 FFT of the same float32 input)."""
     got = np.asarray(got, np.complex128)

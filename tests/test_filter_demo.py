@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from demos.filter import app, filters, images
+from conftest import snr_db
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHAPE = (128, 192)  # (height, width): not square, and a factor 3 in the width
@@ -23,15 +24,35 @@ def ctx():
     c.release()
 
 
-@pytest.fixture
-def renderer(ctx):
+def _renderer(ctx, half):
     from demos.filter.render import FilterRenderer
     assert ctx.error == "GL_NO_ERROR"
-    r = FilterRenderer(ctx, SHAPE)
+    r = FilterRenderer(ctx, SHAPE, half)
     r.set_input(images.test_pattern(SHAPE))
     yield r
     r.release()
     assert ctx.error == "GL_NO_ERROR"
+
+
+@pytest.fixture(scope="module")
+def view_fbo(ctx):
+    """One framebuffer for the view tests: ModernGL rebinds a released bound framebuffer when it
+    makes the next one (GL_INVALID_OPERATION)."""
+    h, w = SHAPE
+    fbo = ctx.simple_framebuffer((2 * (w + 8), h + 8), components=4)
+    yield fbo
+    fbo.release()
+
+
+@pytest.fixture
+def renderer(ctx):
+    yield from _renderer(ctx, False)
+
+
+@pytest.fixture
+def half_renderer(ctx):
+    """--half: every texture of the demo in rgba16f."""
+    yield from _renderer(ctx, True)
 
 
 # Parameters scaled to the small test image so each filter changes it a lot.
@@ -56,6 +77,42 @@ def test_gpu_filter_equals_numpy(renderer, name):
     assert np.abs(want - picture)[..., :3].max() > 0.2  # the filter does change this picture
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_half_storage_filter_snr(half_renderer, name):
+    """--half: rgba16f images, float32 FFTs. The filtered picture against the float64 filter of the
+    same float16 picture: SNR >= 50 dB (llvmpipe: 67-74 dB) and the largest error about one float16
+    unit of the largest output (llvmpipe: 4.9e-4 for values below 1, 2e-3 for sharpen's and
+    bloom's up to 2.6)."""
+    r = half_renderer
+    textures = (r.base, r.image, r.bright, r.glow, r.output, r.spectrum)
+    assert all(t.dtype == "f2" and t.components == 4 for t in textures)
+    assert all("#define IMAGE_FORMAT rgba16f\n" in src for src in r.sources.values())
+    filt = CASES[name](SHAPE)
+    r.set_filter(filt)
+    r.run(t=1.5, sparkles=3)
+    picture = r.read(r.image).astype(np.float64)  # float16 values: what the GPU filtered
+    got = r.read(r.result).astype(np.float64)
+    want = filters.apply(picture, filt)
+    assert snr_db(got, want) >= 50
+    unit = 2.0 ** (np.floor(np.log2(np.abs(want).max())) - 10)  # float16's at the largest value
+    assert np.abs(got - want).max() <= 1.5 * unit
+    assert snr_db(picture, want) < 20  # the picture itself, unfiltered, is far from it
+
+
+def test_half_storage_spectrum_is_orthonormal(half_renderer):
+    """--half keeps the spectrum view's input orthonormal (an unscaled one's zero frequency, up to
+    H W, overflows float16 from 256 x 256 on); the view scales its power back."""
+    r = half_renderer
+    r.set_filter(CASES["blur"](SHAPE))
+    r.run(t=0.0, sparkles=0)
+    out = r.read(r.result).astype(np.float64)
+    spec = r.read(r.spectrum).astype(np.float64)
+    fields = lambda a: a[..., 0::2] + 1j * a[..., 1::2]  # noqa: E731
+    want = np.fft.fft2(fields(out), axes=(0, 1), norm="ortho")
+    assert snr_db(fields(spec), want) >= 50
+    assert r.spectrum_view["gain"].value == SHAPE[0] * SHAPE[1]
+
+
 def test_none_passes_the_picture_through(renderer):
     renderer.set_filter(filters.identity(SHAPE))
     renderer.run(t=0.0, sparkles=0)
@@ -72,18 +129,21 @@ def _ramp(v):
     return np.stack([smoothstep(0.0, 0.55, v), smoothstep(0.35, 0.85, v), blue], -1)
 
 
-def test_views_show_the_picture_and_its_log_power_spectrum(ctx, renderer):
+@pytest.mark.parametrize("which", ["renderer", "half_renderer"])
+def test_views_show_the_picture_and_its_log_power_spectrum(view_fbo, request, which):
     """One fragment per texel: the left half is the clamped picture, the right half the fftshifted
-    log(1 + |F|^2) of its luminance, normalised by the largest possible power, through the ramp."""
+    log(1 + |F|^2) of its luminance, normalised by the largest possible power, through the ramp
+    (with --half too, whose spectrum texture is orthonormal)."""
+    renderer = request.getfixturevalue(which)
     h, w = SHAPE
-    fbo = ctx.simple_framebuffer((2 * (w + 8), h + 8), components=4)
+    fbo = view_fbo
     filt = CASES["bandpass"](SHAPE)
     renderer.set_filter(filt)
     renderer.run(t=0.0, sparkles=0)
     renderer.draw(fbo)
     shot = np.frombuffer(fbo.read(components=3), np.uint8).reshape(h + 8, 2 * (w + 8), 3)
     shot = shot[::-1].astype(int)  # GL rows start at the bottom
-    out = filters.apply(images.test_pattern(SHAPE), filt)
+    out = filters.apply(renderer.read(renderer.image), filt)
     left = np.clip(out[..., :3], 0, 1) * 255
     assert np.abs(shot[4:4 + h, 4:4 + w] - left).max() <= 1.01
     lum = np.fft.fft2(out[..., :3] @ filters.LUMA)
@@ -92,7 +152,6 @@ def test_views_show_the_picture_and_its_log_power_spectrum(ctx, renderer):
     diff = np.abs(shot[4:4 + h, w + 12:2 * w + 12] - right)
     assert diff.max() <= 2.01, diff.max()
     assert right.std() > 20  # a spectrum with structure, not a flat field
-    fbo.release()
 
 
 def test_kernels_are_what_they_say():
@@ -181,6 +240,12 @@ def test_bench_runs_and_checks_against_numpy(tmp_path):
     row, = json.loads((tmp_path / "b.json").read_text())["rows"]
     assert (row["width"], row["height"]) == (96, 64)
     assert row["max_abs_err"] < 1e-4 and row["gl_loop_wall_ms"] > 0
+    assert run_bench([(64, 96)], 3, str(tmp_path / "h.json"), half=True) == 0
+    result = json.loads((tmp_path / "h.json").read_text())
+    row, = result["rows"]
+    assert result["storage"].startswith("rgba16f")
+    # float16 output: more than float32's error, within a float16 unit, SNR >= 50 dB
+    assert 1e-5 < row["max_abs_err"] < 2e-3 and row["snr_db"] >= 50
 
 
 def _run_demo(args, tmp_path, prefix=()):
@@ -198,17 +263,22 @@ def _png(path):
 
 def test_headless_screenshot(tmp_path):
     """Band-pass against no filter on the same picture: the left halves (below the caption)
-    differ."""
+    differ. With --half the band-pass frame looks like the full-precision one."""
     shots = {}
-    for name in ("bandpass", "none"):
+    for name, extra in (("bandpass", []), ("none", []), ("half", ["--half"])):
         r = _run_demo(["--headless", "--frames", "2", "--size", "128", "--window", "640x320",
-                       "--filter", name, "--paused", "--screenshot", f"{name}.png"], tmp_path)
+                       "--filter", "none" if name == "none" else "bandpass", "--paused",
+                       "--screenshot", f"{name}.png", *extra], tmp_path)
         assert r.returncode == 0, r.stderr
+        assert ("rgba16f storage" in r.stdout) == (name == "half")
         shots[name] = _png(tmp_path / f"{name}.png")
-    band, none = shots["bandpass"], shots["none"]
-    assert band.shape == (320, 640, 3)
-    assert band[:, :320].std() > 20 and band[:, 320:].std() > 20  # picture, spectrum: not flat
+    band, none, half = shots["bandpass"], shots["none"], shots["half"]
+    assert band.shape == half.shape == (320, 640, 3)
+    for shot in (band, half):  # picture, spectrum: not flat
+        assert shot[:, :320].std() > 20 and shot[:, 320:].std() > 20
     assert np.abs(band[110:310, 10:310] - none[110:310, 10:310]).mean() > 5
+    # below the caption, both views: within a grey level or so of full precision
+    assert np.abs(half[110:310] - band[110:310]).mean() < 0.5
 
 
 def test_window_under_xvfb(tmp_path):

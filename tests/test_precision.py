@@ -12,6 +12,7 @@ from pyfftgl.backends import get_device
 from pyfftgl.backends.base import PrecisionUnavailable
 from pyfftgl.planner import Step
 from pyfftgl.plans import cached_steps_plan
+from conftest import snr_db
 
 EPS64 = float(np.finfo(np.float64).eps)
 
@@ -148,10 +149,6 @@ def test_device_without_doubles(monkeypatch):
         assert scipy_backend.__ua_function__(scipy.fft.fft, (np.ones(8),), {}) is NotImplemented
     finally:
         pyfftgl.set_backend(None)
-
-
-def snr_db(got, ref):
-    return 20 * np.log10(np.linalg.norm(ref) / np.linalg.norm(got - ref))
 
 
 @pytest.mark.parametrize("fmt,components", [("rgba16f", 4), ("r16f", 1)])

@@ -120,15 +120,18 @@ class Demo:
     """One frame = animate, filter, spectrum, draw, caption; the window and headless loops share
     it."""
 
-    def __init__(self, ctx, shape, pictures, controls, sparkles=6, paused=False, help_line=False):
+    def __init__(self, ctx, shape, pictures, controls, sparkles=6, paused=False, help_line=False,
+                 half=False):
         from .render import FilterRenderer, is_software
         self.ctx, self.shape, self.pictures, self.controls = ctx, shape, pictures, controls
-        self.renderer = FilterRenderer(ctx, shape)
+        self.renderer = FilterRenderer(ctx, shape, half)
         self.which, self.t, self.paused, self.sparkles = 0, 0.0, paused, sparkles
         self.renderer.set_input(pictures[0][1])
         self.font = images._font(15)
         self.frame_ms, self.caption_at, self.help_line = None, -1.0, help_line
         self.device = ctx.info["GL_RENDERER"]
+        if half:
+            self.device += f" ({self.renderer.image_format} storage)"
         self.timing = "wall clock between finishes" if is_software(ctx) else "GL time query"
 
     def next_input(self):
@@ -172,7 +175,7 @@ def run_headless(args, shape, pictures, controls):
     from .render import screenshot
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
     fbo = ctx.simple_framebuffer(args.window, components=4)
-    demo = Demo(ctx, shape, pictures, controls, args.sparkles, args.paused)
+    demo = Demo(ctx, shape, pictures, controls, args.sparkles, args.paused, half=args.half)
     last = time.perf_counter()
     for i in range(args.frames):
         demo.frame(fbo, None, 1.0 / 60.0, float(i))  # the caption is redrawn every frame here
@@ -206,7 +209,8 @@ def run_window(args, shape, pictures, controls):
         glfw.make_context_current(window)
         glfw.swap_interval(1 if args.vsync else 0)
         ctx = moderngl.create_context(require=430)
-        demo = Demo(ctx, shape, pictures, controls, args.sparkles, args.paused, help_line=True)
+        demo = Demo(ctx, shape, pictures, controls, args.sparkles, args.paused, help_line=True,
+                    half=args.half)
         state = {"save": None, "press": None}
 
         def on_key(win, key, scancode, action, mods):
@@ -301,6 +305,10 @@ def parser():
     p.add_argument("--sparkles", type=int, default=6,
                    help="wandering lights of the animation (0: none)")
     p.add_argument("--no-vsync", dest="vsync", action="store_false")
+    p.add_argument("--half", action="store_true",
+                   help="keep the images and spectra in rgba16f (half-float) textures instead of "
+                        "rgba32f: half the texture memory and bandwidth; the FFTs still compute "
+                        "in float32 (also with --bench)")
     p.add_argument("--bench", action="store_true",
                    help="time the filter on GL against torch.fft and exit")
     p.add_argument("--bench-shapes", default="1024x1024,2048x1024,1920x1080,2048x1152",
@@ -315,7 +323,7 @@ def main(argv=None):
     if args.bench:
         from .bench import run_bench
         shapes = [parse_size(s) for s in args.bench_shapes.split(",")]
-        return run_bench(shapes, args.bench_iters, args.bench_json)
+        return run_bench(shapes, args.bench_iters, args.bench_json, half=args.half)
     shape, pictures = inputs(args)
     if args.window is None:
         args.window = (1600, max(300, round(800 * shape[0] / shape[1])))

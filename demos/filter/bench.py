@@ -1,7 +1,8 @@
 """`python -m demos.filter --bench`: GPU time per frame of the filter (forward + multiply + inverse
 of an RGBA image, one TextureFFT.convolve) on GL, next to torch.fft doing the same work in the same
 run: fft2 of a (2, H, W) complex64 CUDA tensor (the two complex fields R + iG, B + iA), multiply,
-ifft2, timed with CUDA events."""
+ifft2, timed with CUDA events. With half, the GL textures are rgba16f (the FFTs compute in float32)
+and the reference is the float64 filter of the float16-rounded picture; torch stays complex64."""
 from __future__ import annotations
 
 import json
@@ -17,19 +18,28 @@ def _median_ms(samples):
     return float(np.median(samples)) if samples else None
 
 
-def gl_filter(ctx, shape, iters, software):
+def snr_db(got, ref):
+    """Signal to noise ratio of `got` against the reference, in dB."""
+    return float(20 * np.log10(np.linalg.norm(ref) / np.linalg.norm(got - ref)))
+
+
+def gl_filter(ctx, shape, iters, software, half=False):
     """Times fft.convolve on one RGBA texture; checks it against the numpy reference once."""
     from pyfftgl.gl import TextureFFT
+
+    from .render import FORMATS
+    _, dtype, host_dtype = FORMATS[half]
     h, w = shape
-    picture = images.test_pattern(shape)
+    picture = images.test_pattern(shape).astype(host_dtype)
     filt = filters.gaussian_blur(shape, 4.0)
     with TextureFFT(ctx, shape) as fft:
-        src = ctx.texture((w, h), 4, picture.tobytes(), dtype="f4")
-        dst = ctx.texture((w, h), 4, dtype="f4")
+        src = ctx.texture((w, h), 4, picture.tobytes(), dtype=dtype)
+        dst = ctx.texture((w, h), 4, dtype=dtype)
         spec = fft.spectrum(filt.kernel)
         fft.convolve(src, spec, dst)
-        got = np.frombuffer(dst.read(), np.float32).reshape(h, w, 4)
-        err = float(np.abs(got - filters.apply(picture, filt)).max())
+        got = np.frombuffer(dst.read(), host_dtype).reshape(h, w, 4).astype(np.float64)
+        want = filters.apply(picture, filt)
+        err = float(np.abs(got - want).max())
         for _ in range(20):
             fft.convolve(src, spec, dst)
         ctx.finish()
@@ -38,6 +48,8 @@ def gl_filter(ctx, shape, iters, software):
             fft.convolve(src, spec, dst)
         ctx.finish()
         row = {"gl_loop_wall_ms": (time.perf_counter() - t0) * 1e3 / iters, "max_abs_err": err}
+        if half:
+            row["snr_db"] = snr_db(got, want)
         if not software:  # a query per frame, and one around the whole loop
             queries = [ctx.query(time=True) for _ in range(iters)]
             for q in queries:
@@ -90,7 +102,7 @@ def torch_filter(picture, filt, iters):
             "torch": torch.__version__, "cuda_device": torch.cuda.get_device_name()}
 
 
-def run_bench(shapes, iters, json_path=None):
+def run_bench(shapes, iters, json_path=None, half=False):
     import moderngl
     from .render import is_software
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
@@ -99,13 +111,14 @@ def run_bench(shapes, iters, json_path=None):
               "host": platform.node(), "iters": iters,
               "work": "RGBA image: forward + multiply + inverse (TextureFFT.convolve, two complex "
                       "fields) vs torch fft2/mul/ifft2 of (2, H, W) complex64",
+              **({"storage": "rgba16f textures, float32 compute"} if half else {}),
               "rows": []}
     how = "wall clock; software GL time queries miss compute" if software else "GL time queries"
-    print(f"GL: {result['gl_renderer']} ({how})")
+    print(f"GL: {result['gl_renderer']} ({how})" + (", rgba16f textures" if half else ""))
     print(f"{'W x H':>11} {'GL frame':>10} {'GL loop':>10} {'GL wall':>10} {'torch frame':>12} "
           f"{'torch loop':>11} {'err':>9}")
     for shape in shapes:
-        row, picture, filt = gl_filter(ctx, shape, iters, software)
+        row, picture, filt = gl_filter(ctx, shape, iters, software, half)
         torch_row = torch_filter(picture, filt, iters) or {}
         row = {"width": shape[1], "height": shape[0], **row, **torch_row}
         result["rows"].append(row)

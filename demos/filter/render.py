@@ -1,6 +1,6 @@
-"""The GL side of the filter demo on the caller's ModernGL context: the image in an rgba32f texture,
-the demo's small shaders (animation, bloom's bright pass and composite, the two views, the caption)
-and pyfftgl's TextureFFT doing the filtering and the spectrum."""
+"""The GL side of the filter demo on the caller's ModernGL context: the image in an rgba32f texture
+(rgba16f with `half`), the demo's small shaders (animation, bloom's bright pass and composite, the
+two views, the caption) and pyfftgl's TextureFFT doing the filtering and the spectrum."""
 from __future__ import annotations
 
 import time
@@ -13,14 +13,25 @@ from pyfftgl.gl import TextureFFT
 
 GROUP = 16  # compute workgroup edge of the demo's own passes
 
+# The demo's image formats: (GLSL image format, ModernGL dtype, numpy dtype) by `half`.
+FORMATS = {False: ("rgba32f", "f4", np.float32), True: ("rgba16f", "f2", np.float16)}
+
 _COMPUTE = """#version 430
+#define IMAGE_FORMAT {image_format}
 layout(local_size_x = 16, local_size_y = 16) in;
 #define INSIDE(p, img) all(lessThan(p, imageSize(img)))
 """
 
-SOURCE = _COMPUTE + """
-layout(rgba32f, binding = 0) uniform readonly image2D base;
-layout(rgba32f, binding = 1) uniform writeonly image2D dst;
+
+def compute_source(body, image_format="rgba32f"):
+    """One of the demo's compute shaders with its image2D declarations in `image_format`, the
+    format of the textures bound to them."""
+    return _COMPUTE.format(image_format=image_format) + body
+
+
+SOURCE = """
+layout(IMAGE_FORMAT, binding = 0) uniform readonly image2D base;
+layout(IMAGE_FORMAT, binding = 1) uniform writeonly image2D dst;
 uniform float time;
 uniform int sparkles;   // small bright lights wandering over the picture (the animation)
 void main() {
@@ -39,9 +50,9 @@ void main() {
 }
 """
 
-BRIGHT_PASS = _COMPUTE + """
-layout(rgba32f, binding = 0) uniform readonly image2D src;
-layout(rgba32f, binding = 1) uniform writeonly image2D dst;
+BRIGHT_PASS = """
+layout(IMAGE_FORMAT, binding = 0) uniform readonly image2D src;
+layout(IMAGE_FORMAT, binding = 1) uniform writeonly image2D dst;
 uniform float threshold;
 void main() {   // filters.bright_pass
     ivec2 p = ivec2(gl_GlobalInvocationID.xy);
@@ -53,10 +64,10 @@ void main() {   // filters.bright_pass
 }
 """
 
-COMPOSITE = _COMPUTE + """
-layout(rgba32f, binding = 0) uniform readonly image2D image;
-layout(rgba32f, binding = 1) uniform readonly image2D glow;
-layout(rgba32f, binding = 2) uniform writeonly image2D dst;
+COMPOSITE = """
+layout(IMAGE_FORMAT, binding = 0) uniform readonly image2D image;
+layout(IMAGE_FORMAT, binding = 1) uniform readonly image2D glow;
+layout(IMAGE_FORMAT, binding = 2) uniform writeonly image2D dst;
 void main() {
     ivec2 p = ivec2(gl_GlobalInvocationID.xy);
     if (!INSIDE(p, dst)) return;
@@ -92,8 +103,9 @@ vec3 ramp(float v) {
 """
 
 SPECTRUM_VIEW = """#version 430
-uniform sampler2D spec;   // rgba32f: fft2 of R + iG in rg, of B + iA in ba
+uniform sampler2D spec;   // fft2 of R + iG in rg, of B + iA in ba
 uniform float norm;       // 1 / log(1 + (H W)^2): the largest power an image in [0, 1] can have
+uniform float gain;       // H W for an orthonormal spectrum (half storage), else 1
 in vec2 uv;
 out vec4 colour;
 """ + RAMP + """
@@ -109,7 +121,7 @@ void main() {
     vec2 d = 0.5 * (a.xy - conj(b.xy));
     vec2 bl = 0.5 * (a.zw + conj(b.zw));
     vec2 lum = 0.2126 * r + 0.7152 * vec2(d.y, -d.x) + 0.0722 * bl;
-    colour = vec4(ramp(log(1.0 + dot(lum, lum)) * norm), 1.0);
+    colour = vec4(ramp(log(1.0 + gain * dot(lum, lum)) * norm), 1.0);
 }
 """
 
@@ -202,31 +214,39 @@ def caption_image(lines, font, pad=6):
 
 class FilterRenderer:
     """Everything one image size needs on the GPU. Per frame: `run(t)` animates the input and
-    filters it, `draw(fbo)` shows the filtered picture (left) and its log power spectrum (right)."""
+    filters it, `draw(fbo)` shows the filtered picture (left) and its log power spectrum (right).
+    half: every image (and the spectrum) in rgba16f, half the memory and bandwidth of rgba32f; the
+    FFTs still compute in float32."""
 
-    def __init__(self, ctx, shape):
-        self.ctx, self.shape = ctx, tuple(shape)
+    def __init__(self, ctx, shape, half=False):
+        self.ctx, self.shape, self.half = ctx, tuple(shape), bool(half)
+        self.image_format, dtype, self.host_dtype = FORMATS[self.half]
         h, w = self.shape
-        self.fft = TextureFFT(ctx, self.shape)
-        rgba = lambda: ctx.texture((w, h), 4, dtype="f4")  # noqa: E731
+        # An unscaled spectrum's zero frequency (up to H W) overflows float16 (65504): half
+        # storage keeps the orthonormal one and the view scales its power back.
+        self.fft = TextureFFT(ctx, self.shape, norm="ortho" if self.half else None)
+        rgba = lambda: ctx.texture((w, h), 4, dtype=dtype)  # noqa: E731
         self.base, self.image, self.bright, self.glow, self.output, self.spectrum = (
             rgba() for _ in range(6))
         self.result = self.image
-        self.source_pass = ctx.compute_shader(SOURCE)
-        self.bright_pass = ctx.compute_shader(BRIGHT_PASS)
-        self.composite_pass = ctx.compute_shader(COMPOSITE)
+        self.sources = {name: compute_source(body, self.image_format) for name, body in
+                        (("source", SOURCE), ("bright", BRIGHT_PASS), ("composite", COMPOSITE))}
+        self.source_pass = ctx.compute_shader(self.sources["source"])
+        self.bright_pass = ctx.compute_shader(self.sources["bright"])
+        self.composite_pass = ctx.compute_shader(self.sources["composite"])
         self.image_view = ctx.program(vertex_shader=FULLSCREEN, fragment_shader=IMAGE_VIEW)
         self.spectrum_view = ctx.program(vertex_shader=FULLSCREEN, fragment_shader=SPECTRUM_VIEW)
         self.overlay = ctx.program(vertex_shader=OVERLAY_VERTEX, fragment_shader=OVERLAY)
         self.spectrum_view["norm"] = 1.0 / np.log1p(float(h * w) ** 2)
+        self.spectrum_view["gain"] = float(h * w) if self.half else 1.0
         views = (self.image_view, self.spectrum_view, self.overlay)
         self.vaos = {p: ctx.vertex_array(p, []) for p in views}  # vertices come from gl_VertexID
         self.filter_timer, self.spectrum_timer = GpuTimer(ctx), GpuTimer(ctx)
         self.filter, self.kernel_spectrum, self.caption = None, None, None
 
     def set_input(self, rgba):
-        """The static picture, (H, W, 4) in [0, 1]."""
-        self.base.write(np.ascontiguousarray(rgba, np.float32).tobytes())
+        """The static picture, (H, W, 4) in [0, 1] (rounded to float16 with half)."""
+        self.base.write(np.ascontiguousarray(rgba, self.host_dtype).tobytes())
 
     def set_filter(self, filt):
         """A filters.Filter; its spectrum is computed once, on the GPU. "none" filters nothing."""
@@ -301,9 +321,10 @@ class FilterRenderer:
             ctx.disable(moderngl.BLEND)
 
     def read(self, tex):
-        """A texture of this size as an (H, W, 4) float32 array."""
+        """A texture of this size as an (H, W, 4) float32 array (float16 values with half)."""
         h, w = self.shape
-        return np.frombuffer(tex.read(), np.float32).reshape(h, w, 4)
+        a = np.frombuffer(tex.read(), self.host_dtype).reshape(h, w, 4)
+        return a.astype(np.float32, copy=False)
 
     def release(self):
         for obj in (self.base, self.image, self.bright, self.glow, self.output, self.spectrum,

@@ -25,13 +25,13 @@ DEFAULT_PATCHES = OceanParams().patch_sizes
 class OceanApp:
     """Simulation + renderer + camera + the floating buoy; `frame(dt)` does one frame's GPU work."""
 
-    def __init__(self, ctx, params: OceanParams, width=1280, buoy_xz=(28.0, -4.0)):
+    def __init__(self, ctx, params: OceanParams, width=1280, buoy_xz=(28.0, -4.0), half=False):
         self.ctx = ctx
         self.params = params
         self.ocean = Ocean(params)
         # Software rasterisers (llvmpipe) pay for every anisotropic tap; GPUs barely notice.
         software = "llvmpipe" in ctx.info["GL_RENDERER"] or "softpipe" in ctx.info["GL_RENDERER"]
-        self.sim = OceanGPU(ctx, self.ocean, anisotropy=1.0 if software else 8.0)
+        self.sim = OceanGPU(ctx, self.ocean, anisotropy=1.0 if software else 8.0, half=half)
         self.renderer = OceanRenderer(ctx, self.sim, spokes=grid_spokes(width))
         self.camera = Camera()
         self.time = 0.0
@@ -88,6 +88,10 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=OceanParams.seed)
     ap.add_argument("--repeat-time", type=float, default=0.0,
                     help="seconds after which the animation loops")
+    ap.add_argument("--half", action="store_true",
+                    help="keep the spectra and fields the FFT reads and writes in rgba16f "
+                         "(half-float) textures instead of rgba32f: half their memory and "
+                         "bandwidth; the FFT still computes in float32 (also with --bench)")
     ap.add_argument("--bench", action="store_true",
                     help="time the FFTs and whole frames (docs/ocean-demo.md)")
     return ap.parse_args(argv)
@@ -123,7 +127,7 @@ def read_image(fbo, size):
 def run_headless(args):
     size = image_size(args.size)
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
-    app = OceanApp(ctx, params_from(args), width=size[0])
+    app = OceanApp(ctx, params_from(args), width=size[0], half=args.half)
     fbo = offscreen(ctx, size)
     fbo.use()
     t0 = time.perf_counter()
@@ -134,7 +138,8 @@ def run_headless(args):
     ctx.finish()
     elapsed = time.perf_counter() - t0
     print(f"{frames} frames at {size[0]}x{size[1]}, {app.sim.cascades} x {app.params.size}^2: "
-          f"{1e3 * elapsed / max(frames, 1):.1f} ms/frame ({ctx.info['GL_RENDERER']})")
+          f"{1e3 * elapsed / max(frames, 1):.1f} ms/frame ({ctx.info['GL_RENDERER']})"
+          + (f", {app.sim.field_format} fields" if args.half else ""))
     if args.screenshot:
         from PIL import Image
         Image.fromarray(read_image(fbo, size)).save(args.screenshot)
@@ -161,7 +166,7 @@ def run_window(args, max_frames=None):
     glfw.make_context_current(window)
     glfw.swap_interval(1)
     ctx = moderngl.create_context(require=430)
-    app = OceanApp(ctx, params_from(args), width=size[0])
+    app = OceanApp(ctx, params_from(args), width=size[0], half=args.half)
     state = {"drag": None, "frames": 0, "t_title": time.perf_counter(), "n_title": 0}
 
     def on_key(win, key, scancode, action, mods):
@@ -225,8 +230,10 @@ def run_window(args, max_frames=None):
         if now - state["t_title"] > 0.5:
             fps = state["n_title"] / (now - state["t_title"])
             p = app.params
+            storage = f", {app.sim.field_format}" if args.half else ""
             title = (f"pyfftgl ocean | {fps:.0f} FPS | FFT {app.sim.fft_time_ms():.3f} ms GPU "
-                     f"({app.sim.cascades} x {p.size}^2 x 4 fields) | U {p.wind_speed:.0f} m/s "
+                     f"({app.sim.cascades} x {p.size}^2 x 4 fields{storage}) | "
+                     f"U {p.wind_speed:.0f} m/s "
                      f"dir {p.wind_direction:.0f} chop {p.choppiness:.1f} swell {p.swell:.1f}")
             glfw.set_window_title(window, title + (" | paused" if app.paused else ""))
             state["t_title"], state["n_title"] = now, 0

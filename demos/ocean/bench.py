@@ -7,6 +7,7 @@ there it is the wall clock between two ctx.finish(). torch.fft does the same tra
 batched ifft2 of a (4 * cascades, n, n) complex64 CUDA tensor, timed with CUDA events.
 Frame rows: the demo headless at 1920x1080 (`--fft-size`, `--cascades`), wall clock per frame with
 the GPU drained at the end, and GPU time per frame from a time query.
+With --half every field texture is rgba16f (the FFT computes in float32); torch stays complex64.
 """
 from __future__ import annotations
 
@@ -67,13 +68,15 @@ def run_bench(args):
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
     soft = _software(ctx)
     reps = 3 if soft else 200
-    print(f"device: {ctx.info['GL_RENDERER']} ({'wall clock' if soft else 'GL time query'})")
+    print(f"device: {ctx.info['GL_RENDERER']} ({'wall clock' if soft else 'GL time query'})"
+          + (", rgba16f field textures" if args.half else ""))
     print(f"{'fft':>6} {'cascades':>8} {'complex fields':>14} {'pyfftgl ms':>11} {'torch ms':>9} "
           f"{'ratio':>6}")
     patches = OceanParams().patch_sizes
     for n in (512, 1024):
         for cascades in (1, 4):
-            sim = OceanGPU(ctx, Ocean(OceanParams(size=n, patch_sizes=patches[:cascades])))
+            sim = OceanGPU(ctx, Ocean(OceanParams(size=n, patch_sizes=patches[:cascades])),
+                           half=args.half)
             sim.build_spectra(1.0)
             ours = _gl_ms(ctx, sim.inverse_fft, reps)
             theirs = _torch_ms(n, 4 * cascades, reps)
@@ -83,7 +86,7 @@ def run_bench(args):
             sim.release()
 
     size = (1920, 1080)
-    app = OceanApp(ctx, params_from(args), width=size[0])
+    app = OceanApp(ctx, params_from(args), width=size[0], half=args.half)
     fbo = offscreen(ctx, size)
     fbo.use()
     frames = 3 if soft else 300

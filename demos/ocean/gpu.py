@@ -16,12 +16,17 @@ from .physics import Ocean, unpack_textures
 
 SHADERS = Path(__file__).with_name("shaders")
 GROUP = 16  # local size of both compute shaders
+# The field textures' (GLSL image format, ModernGL dtype) by `half`.
+FIELD_FORMATS = {False: ("rgba32f", "f4"), True: ("rgba16f", "f2")}
 
 
-def shader_source(name: str) -> str:
-    """A shader's text with `#include "file"` lines replaced by that file (one level)."""
+def shader_source(name: str, defines: dict | None = None) -> str:
+    """A shader's text with `#include "file"` lines replaced by that file (one level) and
+    `#define NAME VALUE` lines for `defines` after its #version line."""
     lines = []
-    for line in (SHADERS / name).read_text().splitlines():
+    for i, line in enumerate((SHADERS / name).read_text().splitlines()):
+        if i == 1:
+            lines += [f"#define {k} {v}" for k, v in (defines or {}).items()]
         if line.startswith("#include"):
             lines.append((SHADERS / line.split('"')[1]).read_text())
         else:
@@ -30,16 +35,20 @@ def shader_source(name: str) -> str:
 
 
 class OceanGPU:
-    """Per cascade: h0 and w(k) textures (static), two field textures, one foam texture."""
+    """Per cascade: h0 and w(k) textures (static), two field textures, one foam texture.
+    half: the field textures (the FFT's data: spectra in, fields out) are rgba16f instead of
+    rgba32f, half their memory and bandwidth; the FFT still computes in float32."""
 
     def __init__(self, ctx: moderngl.Context, ocean: Ocean, foam_decay=0.3, foam_bias=0.84,
-                 foam_gain=12.0, anisotropy=8.0):
+                 foam_gain=12.0, anisotropy=8.0, half=False):
         self.ctx = ctx
         self.anisotropy = anisotropy
         self.ocean = ocean
         self.size = n = ocean.params.size
+        self.field_format, self.field_dtype = FIELD_FORMATS[bool(half)]
         self.fft = TextureFFT(ctx, (n, n), norm="forward")   # unscaled inverse: Tessendorf's sum
-        self.spectrum_cs = ctx.compute_shader(shader_source("spectrum.comp"))
+        self.spectrum_source = shader_source("spectrum.comp", {"FIELD_FORMAT": self.field_format})
+        self.spectrum_cs = ctx.compute_shader(self.spectrum_source)
         self.foam_cs = ctx.compute_shader(shader_source("foam.comp"))
         self.foam_decay, self.foam_bias, self.foam_gain = foam_decay, foam_bias, foam_gain
         self.fields = []   # per cascade [tex0, tex1]
@@ -57,7 +66,7 @@ class OceanGPU:
         if ocean.params.size != n:
             raise ValueError("the FFT size is fixed for the life of an OceanGPU")
         while len(self.fields) < len(ocean.cascades):
-            pair = [self._texture(4, mip=True) for _ in range(2)]
+            pair = [self._texture(4, mip=True, dtype=self.field_dtype) for _ in range(2)]
             foam = self._texture(1, mip=True)
             foam.write(np.zeros((n, n), np.float32).tobytes())
             self.fields.append(pair)
@@ -73,9 +82,9 @@ class OceanGPU:
                 t.filter = (moderngl.NEAREST, moderngl.NEAREST)
             self._static.append((h0_tex, w_tex))
 
-    def _texture(self, components, mip):
+    def _texture(self, components, mip, dtype="f4"):
         n = self.size
-        t = self.ctx.texture((n, n), components, dtype="f4")
+        t = self.ctx.texture((n, n), components, dtype=dtype)
         t.repeat_x = t.repeat_y = True
         if mip:
             t.build_mipmaps()
@@ -146,8 +155,10 @@ class OceanGPU:
 
     # ---- tests and tools only: these read the GPU back ----
     def read_texture(self, tex, components=4):
+        """(N, N, components) float32 (float16 values from a half-float texture)."""
         n = self.size
-        return np.frombuffer(tex.read(), np.float32).reshape(n, n, components)
+        a = np.frombuffer(tex.read(), np.dtype(tex.dtype)).reshape(n, n, components)
+        return a.astype(np.float32, copy=False)
 
     def read_fields(self, cascade: int):
         tex0, tex1 = self.fields[cascade]

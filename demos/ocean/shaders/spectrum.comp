@@ -1,12 +1,15 @@
 #version 430
 // Per frame and cascade: h(k,t) = h0(k) e^{iwt} + conj(h0(-k)) e^{-iwt} and its derived spectra,
 // packed two real fields per complex field (see physics.py for the conventions and the packing).
+#ifndef FIELD_FORMAT
+#error "FIELD_FORMAT: the field textures' image format (rgba32f, rgba16f), defined by gpu.py"
+#endif
 layout(local_size_x = 16, local_size_y = 16) in;
 
 layout(binding = 0) uniform sampler2D h0_tex;     // (h0(k), conj(h0(-k))) as rgba
 layout(binding = 1) uniform sampler2D omega_tex;  // w(k), already quantised to the repeat time
-layout(rgba32f, binding = 0) writeonly uniform image2D out0;  // (Dx + i h, Dz + i Dxz)
-layout(rgba32f, binding = 1) writeonly uniform image2D out1;  // (sx + i sz, Dxx + i Dzz)
+layout(FIELD_FORMAT, binding = 0) writeonly uniform image2D out0;  // (Dx + i h, Dz + i Dxz)
+layout(FIELD_FORMAT, binding = 1) writeonly uniform image2D out1;  // (sx + i sz, Dxx + i Dzz)
 
 uniform int size;
 uniform float patch_size;
