@@ -12,13 +12,15 @@ demo: setup
 	else $(PY) -m demos.ocean --headless --frames 60 --size 960x540 --screenshot demo-ocean.png && \
 	echo "no display: wrote demo-ocean.png (a headless frame of the ocean demo)"; fi
 
-# Two pytest workers: compiling kernels on the software drivers is single-threaded per process.
+# Two pytest workers: compiling kernels on the software drivers is single-threaded per process;
+# work stealing keeps both busy to the end (the kernel sweeps are long items).
 test: setup
-	$(PY) -m pytest -q -n 2 -m "not slow" tests
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow" tests
 
-# numpy's and scipy's own installed fft test modules run under pyfftgl (long on software drivers).
+# numpy's and scipy's own installed fft test modules run under pyfftgl, and every length to 1024
+# (long on software drivers).
 test-slow: setup
-	$(PY) -m pytest -q -n 2 -m slow tests
+	$(PY) -m pytest -q -n 2 --dist worksteal -m slow tests
 
 # The quick tier: both backends, every transform kind once.
 check: setup

@@ -1,5 +1,6 @@
-"""Every kind of length on both backends: all n up to 1024, powers of the radices up to what the
-software drivers hold, four-step pass-count boundaries, and Bluestein primes."""
+"""Every kind of length on both backends: all n up to 128 and a sample to 1024 (every n to 1024
+in the slow tier), powers of the radices up to what the software drivers hold, four-step
+pass-count boundaries, and Bluestein primes."""
 import numpy as np
 import pytest
 
@@ -27,11 +28,14 @@ def programs(spec):
     return [(p.kernel, p.defines(offsets)) for p in spec.passes]
 
 
-def lengths_up_to_1024(limits):
+def lengths_up_to_1024(limits, sample: int | None = None):
     """Every length to 1024 that plans without Bluestein, and of the Bluestein lengths the
     smallest, the middle and the largest of each convolution length: Bluestein lengths of one
     convolution length share their programs (TransformSpec.tables), so these run every program
-    the whole range compiles, at both ends of the lengths it zero-pads."""
+    the whole range compiles, at both ends of the lengths it zero-pads. With `sample`: the
+    lengths to 128 (every radix alone and after each smaller one), and above it `sample` of the
+    others (seeded) plus, for each odd radix, the longest length it makes with powers of two
+    (the most stages after it)."""
     out, convolved = [], {}
     for n in range(1, 1025):
         spec = planner.plan_fft(n, 2, False, "backward", limits)
@@ -41,23 +45,42 @@ def lengths_up_to_1024(limits):
             out.append(n)
     for ns in convolved.values():
         out += sorted({ns[0], ns[len(ns) // 2], ns[-1]})
-    return sorted(out)
+    if sample is not None:
+        above = [n for n in out if n > 128]
+        longest = {p: max(n for n in above if n // (n & -n) == p)
+                   for p in (3, 5, 7, 9, 11, 13, 17, 19, 23, 25, 27, 29, 31)}
+        picked = np.random.default_rng(1024).choice(above, sample, replace=False).tolist()
+        out = [n for n in out if n <= 128] + picked + list(longest.values())
+    return sorted(set(out))
 
 
-def test_every_length_up_to_1024(backend):
-    # every length on one of the two drivers (conftest.share), every other one on each
+SWEEP_CHUNKS = 4  # test items per driver, so the two pytest workers share a sweep
+
+
+def _sweep(backend, chunk, sample):
     limits = get_device(backend).info.limits
-    lengths = share(lengths_up_to_1024(limits), backend)
-    # the premise of the sample: 113 and 127 (convolution length 256) share their programs
+    # the premise of the Bluestein sample: 113 and 127 (convolution length 256) share programs
     assert programs(planner.plan_fft(113, 2, False, "backward", limits)) == programs(
         planner.plan_fft(127, 2, False, "backward", limits))
-    for n in lengths:
+    # each length on one of the two drivers (conftest.share), every other one on each
+    for n in share(lengths_up_to_1024(limits, sample), backend)[chunk::SWEEP_CHUNKS]:
         check(n, 2, backend)
+
+
+@pytest.mark.parametrize("chunk", range(SWEEP_CHUNKS))
+def test_lengths_to_128_and_a_sample_to_1024(backend, chunk):
+    _sweep(backend, chunk, sample=64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(SWEEP_CHUNKS))
+def test_every_length_up_to_1024(backend, chunk):
+    _sweep(backend, chunk, sample=None)
 
 
 @pytest.mark.parametrize("seed", [0])
 def test_inverse_of_a_sample_of_lengths(backend, seed):
-    for n in share(np.random.default_rng(seed).choice(np.arange(1, 1025), 48, replace=False),
+    for n in share(np.random.default_rng(seed).choice(np.arange(1, 1025), 32, replace=False),
                    backend):
         check(int(n), 3, backend, inverse=True)
 
@@ -77,8 +100,8 @@ def test_powers_of_2_3_5_7_up_to_the_buffer_limit(backend):
     biggest = limits.max_buffer_bytes // 8
     sizes = radix_powers(min(biggest, 2**24))
     assert 2**24 in sizes or biggest < 2**24
-    # each power on one driver (conftest.share); the largest, at this driver's limit, on both
-    for n in sorted(set(share(sizes, backend)) | {max(sizes)}):
+    # each power on one driver (conftest.share)
+    for n in share(sizes, backend):
         batch = 1 if n > 2**16 else 3
         plan = check(n, batch, backend)
         assert len(plan.passes) <= 3

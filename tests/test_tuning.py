@@ -14,7 +14,7 @@ from conftest import assert_accurate, random_complex, share
 from test_planner import GPU
 
 
-@pytest.mark.parametrize("n", [16, 96, 256, 225, 147])  # 225, 147: radices 9, 25, 49
+@pytest.mark.parametrize("n", [16, 48, 256, 225, 147])  # 225, 147: radices 9, 25, 49
 def test_every_candidate_shape_transforms_correctly(backend, n):
     # every candidate on both drivers: the forward on one and the inverse on the other
     dev = get_device(backend)
@@ -107,8 +107,16 @@ def test_wisdom_round_trip(tmp_path, monkeypatch):
     assert wisdom.load(name, "vulkan") == ()
 
 
+def _fewer_candidates(monkeypatch):
+    """The tuner times every fourth candidate: these tests are about where it times them and
+    what it keeps (test_every_candidate_shape_transforms_correctly checks every shape)."""
+    every = planner.shape_candidates
+    monkeypatch.setattr(planner, "shape_candidates", lambda n, lim: every(n, lim)[::4])
+
+
 def test_tune_picks_a_measured_shape(backend, tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
+    _fewer_candidates(monkeypatch)
     said = []
     found = bench.tune((32,), backends=(backend,), elements=1 << 12, reps=1,
                        echo=lambda *a: said.append(" ".join(map(str, a))))
@@ -122,10 +130,10 @@ def test_tune_picks_a_measured_shape(backend, tmp_path, monkeypatch):
         == [(c.radices, c.threads, c.pad)]]
     assert int(np.prod(e["radices"])) == 32 and 0 < e["gpu_ms"] < 1e3
     # every such candidate checked and timed (none found wrong), the fastest kept, ranked first
-    assert len(asked) >= len(cands) // 2 >= 4
+    assert len(asked) >= len(cands) // 2 >= 3
     assert any(f"; {len(asked)} shapes;" in line for line in said), said
     assert not any("WRONG" in line for line in said)
-    assert len(e["ranking"]) == min(5, len(cands))
+    assert len(e["ranking"]) == min(5, len(asked))
     assert e["ranking"][0][0] == e["gpu_ms"] == min(r[0] for r in e["ranking"])
     assert [r[0] for r in e["ranking"]] == sorted(r[0] for r in e["ranking"])
     name = get_device(backend).info.name
@@ -159,13 +167,6 @@ def test_tune_keeps_each_shapes_best_of_two_rounds(tmp_path, monkeypatch):
 def test_submission_floor_is_measured(backend):
     ms = bench.submission_floor_ms(get_device(backend))
     assert 1e-4 < ms < 50  # at least 0.1 us: a real submission, not an empty timer
-
-
-def _fewer_candidates(monkeypatch):
-    """The tuner times every fourth candidate: these tests are about where it times them and
-    what it keeps (test_every_candidate_shape_transforms_correctly checks every shape)."""
-    every = planner.shape_candidates
-    monkeypatch.setattr(planner, "shape_candidates", lambda n, lim: every(n, lim)[::4])
 
 
 def test_tune_times_strided_passes_apart(tmp_path, monkeypatch):
