@@ -218,16 +218,23 @@ def test_gpu_spectra_match_numpy(ctx):
     sim.release()
 
 
+def _spectra_then_fft(sim, t):
+    """Build the spectra at time t, read them back, then run the frame's inverse FFT in place:
+    the spectra as the FFT saw them, per cascade and field texture."""
+    sim.build_spectra(t)
+    spectra = [[_unpack_complex(sim.read_texture(tex)) for tex in pair]
+               for pair in sim.fields[:sim.cascades]]
+    sim.inverse_fft()
+    return spectra
+
+
 @pytest.mark.parametrize("size", [64, 256])
 def test_gpu_fields_match_reference(ctx, size):
     """The inverse FFT of the GPU's spectra within the contract; fields real; the same formulas."""
     params = OceanParams(size=size, patch_sizes=(300.0, 40.0), choppiness=1.3)
     sim = _gpu(ctx, params)
     t = 2.5
-    sim.build_spectra(t)
-    spectra = [[_unpack_complex(sim.read_texture(tex)) for tex in pair]
-               for pair in sim.fields[:sim.cascades]]
-    sim.inverse_fft()
+    spectra = _spectra_then_fft(sim, t)
     for i, c in enumerate(sim.ocean.cascades):
         for j, tex in enumerate(sim.fields[i]):
             got = _unpack_complex(sim.read_texture(tex))
@@ -271,10 +278,7 @@ def test_gpu_fields_half_storage(ctx, size):
     assert all(t.dtype == "f2" and t.components == 4 for t in sim.all_field_textures())
     assert "#define FIELD_FORMAT rgba16f\n" in sim.spectrum_source  # its image2D declarations
     t = 2.5
-    sim.build_spectra(t)
-    spectra = [[_unpack_complex(sim.read_texture(tex)) for tex in pair]
-               for pair in sim.fields[:sim.cascades]]
-    sim.inverse_fft()
+    spectra = _spectra_then_fft(sim, t)
     for i, c in enumerate(sim.ocean.cascades):
         exact = np.fft.ifft2(physics.packed_spectra(c, t, params.choppiness), axes=(1, 2),
                              norm="forward")
