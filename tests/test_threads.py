@@ -15,7 +15,7 @@ from pyfftgl.backends import get_device
 from conftest import assert_accurate
 
 THREADS = 8
-ROUNDS = 2
+ROUNDS = 1
 
 
 def _work(backend, k: int, shared, texture_fft):
