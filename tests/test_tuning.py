@@ -107,11 +107,11 @@ def test_wisdom_round_trip(tmp_path, monkeypatch):
     assert wisdom.load(name, "vulkan") == ()
 
 
-def _fewer_candidates(monkeypatch):
-    """The tuner times every fourth candidate: these tests are about where it times them and
+def _fewer_candidates(monkeypatch, step=4):
+    """The tuner times every `step`-th candidate: these tests are about where it times them and
     what it keeps (test_every_candidate_shape_transforms_correctly checks every shape)."""
     every = planner.shape_candidates
-    monkeypatch.setattr(planner, "shape_candidates", lambda n, lim: every(n, lim)[::4])
+    monkeypatch.setattr(planner, "shape_candidates", lambda n, lim: every(n, lim)[::step])
 
 
 def test_tune_picks_a_measured_shape(backend, tmp_path, monkeypatch):
@@ -174,7 +174,7 @@ def test_tune_times_strided_passes_apart(tmp_path, monkeypatch):
     # 128 * 128 does not fit one workgroup's shared memory (lavapipe 32 KB, NVIDIA 48 KB): it
     # runs as two strided length-128 passes
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
-    _fewer_candidates(monkeypatch)
+    _fewer_candidates(monkeypatch, step=8)
     monkeypatch.setattr(bench.tuner, "TILED_GAIN", 10.0)  # keep the best even if it wins by < 5%
     key = planner.tiled_key(128)
     found = bench.tune((key,), backends=("vulkan",), elements=1 << 15, reps=1,
