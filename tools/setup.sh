@@ -41,7 +41,9 @@ if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, pybind11, setuptool
   pip install --upgrade pip setuptools wheel
   # numpy 2: kp pins numpy<2 only in its metadata; built against pybind11 >= 2.12 it works with
   # numpy 2 (tests/test_backends.py checks a Tensor round trip), so we install kp with --no-deps.
-  pip install "numpy>=2.0" "moderngl>=5.10" glfw "pytest>=7" pytest-xdist "pybind11>=2.12" scipy pillow \
+  # --no-compile: Python compiles what is imported when it is imported; byte-compiling every module
+  # of scipy, dask and distributed up front was a quarter of a fresh set-up.
+  pip install --no-compile "numpy>=2.0" "moderngl>=5.10" glfw "pytest>=7" pytest-xdist "pybind11>=2.12" scipy pillow \
     "dask[array]>=2024.1" "distributed>=2024.1"
 fi
 
