@@ -1,8 +1,8 @@
 """Every public call from many threads at once, on both APIs, each result checked against
 numpy in float64: host arrays of mixed sizes (radix, mixed radix, Bluestein, real), device
 arrays, a Plan shared by all threads and Plans of each thread's own; on GL also a TextureFFT
-shared by all threads. (GL makes its context current on the calling thread under the device's
-lock: backends/gl.py.)"""
+shared by all threads. (GL: each thread has a context of the library's share group, calls
+ordered by fences: backends/gl.py.)"""
 import threading
 
 import numpy as np
@@ -108,19 +108,81 @@ def test_many_threads_at_once(backend):
             assert dev.ctx.error == "GL_NO_ERROR"
 
 
-def test_gl_context_is_free_between_calls():
-    """The library's GL context is current on no thread between calls, so a thread that never
-    made it current can call; inside `with device.current()` it is held by that thread."""
+def _in_thread(fn):
+    got = []
+    t = threading.Thread(target=lambda: got.append(fn()))
+    t.start()
+    t.join(60)
+    return got[0]
+
+
+def test_gl_threads_keep_contexts_of_their_own():
+    """On the library's context each thread has a context of its own in one share group, left
+    current between calls (a call switches none), and calls on different threads are ordered
+    on the GPU: what one thread's call wrote, the next call on another thread reads."""
+    dev = get_device("gl")
+    egl = dev._egl
+    x = np.arange(16, dtype=np.float32).astype(np.complex64)
+    ref = np.fft.fft(x.astype(np.complex128))
+    assert_accurate(pyfftgl.fft(x, backend="gl"), ref, 16)
+    mine = egl.context()
+    assert mine  # still current after the call
+    assert_accurate(pyfftgl.fft(x, backend="gl"), ref, 16)
+    assert egl.context() == mine
+
+    def other():
+        y = pyfftgl.fft(x, backend="gl")
+        return y, egl.context()
+    y, theirs = _in_thread(other)
+    assert_accurate(y, ref, 16)
+    assert theirs and theirs != mine
+    # Work queued on one context, read first on another, both ways, on one plan's buffers.
+    rng = np.random.default_rng(5)
+    imgs = [rng.standard_normal((64, 96)).astype(np.complex64) for _ in range(4)]
+    p = pyfftgl.plan((64, 96), np.complex64, kind="fft2", backend="gl")
+    srcs = [pyfftgl.asarray(a, backend="gl") for a in imgs]
+    out = pyfftgl.asarray(np.zeros((64, 96), np.complex64), backend="gl")
+
+    def loop():
+        for _ in range(5):
+            for s in srcs:
+                p(s, out=out)
+    _in_thread(loop)  # queued there, read here
+    assert_accurate(out.get(), np.fft.fft2(imgs[-1].astype(np.complex128)), imgs[0].size)
+    p(srcs[0], out=out)  # queued here, read there
+    got = _in_thread(out.get)
+    assert_accurate(got, np.fft.fft2(imgs[0].astype(np.complex128)), imgs[0].size)
+    for s in srcs + [out]:
+        s.close()
+    p.close()
+
+
+def test_gl_call_puts_the_callers_context_back():
+    """A thread with a context of its own current (a window's) gets it back after each call."""
+    import moderngl
+    dev = get_device("gl")
+    x = np.ones(8, np.complex64)
+
+    def with_own_context():
+        mine = moderngl.create_standalone_context(require=430, backend="egl")
+        with mine:  # current on this thread from here
+            handle = dev._egl.context()
+            y = pyfftgl.fft(x, backend="gl")
+            back = dev._egl.context() == handle
+        mine.release()
+        return y, back
+    y, back = _in_thread(with_own_context)
+    assert back
+    assert_accurate(y, np.fft.fft(x.astype(np.complex128)), 8)
+
+
+def test_gl_device_held_by_one_thread_blocks_the_others():
+    """Inside `with device.current()` the device is this thread's: another thread's call waits
+    for it, and this thread's own calls go through."""
     dev = get_device("gl")
     x = np.arange(16, dtype=np.float32).astype(np.complex64)
-    assert dev._egl.context() != dev._handle  # not current here between calls
-    got = []
-    t = threading.Thread(target=lambda: got.append(pyfftgl.fft(x, backend="gl")))
-    t.start()
-    t.join(30)
-    assert_accurate(got[0], np.fft.fft(x.astype(np.complex128)), 16)
     with dev.current() as ctx:
-        assert dev._egl.context() == dev._handle and ctx is dev.ctx
+        assert ctx is dev.ctx
         blocked = threading.Event()
 
         def other():
@@ -134,4 +196,3 @@ def test_gl_context_is_free_between_calls():
         assert_accurate(pyfftgl.fft(x, backend="gl"), np.fft.fft(x.astype(np.complex128)), 16)
     t.join(30)
     assert blocked.is_set()
-    assert dev._egl.context() != dev._handle

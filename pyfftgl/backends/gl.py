@@ -3,10 +3,11 @@
 By default it opens its own headless EGL context; pass a ModernGL context to share the caller's
 (the render-loop case).
 
-Threads: every call takes the device's lock and makes the context current on the calling thread
-for its duration (GLDevice.current). The library's own context is current on no thread between
-calls, so any thread may call; code that uses `device.ctx` directly does so inside
-`with device.current():`. A caller's context is made current the same way where it is an EGL
+Threads: every call takes the device's lock and has a context current on the calling thread
+(GLDevice.current). On the library's own context each thread gets a context of one share group,
+left current between calls where the thread had none (no context switch per call), with fences
+ordering calls across contexts (_Current); code that uses `device.ctx` directly does so inside
+`with device.current():`. A caller's context is made current for a call where it is an EGL
 context current on no other thread; where it is current on the calling thread it is used as is.
 GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL state a submission changes: SSBO bindings 0-3 and image units 0-1
 of the kernels it runs, the bound compute program, and a memory barrier (all bits) between its
@@ -59,17 +60,30 @@ def gl_proc(name: str, restype, *argtypes):
 
 
 class _EGL:
-    """The EGL calls that find and restore the context current on a thread (None where there
-    is no libEGL: GLX contexts are then used on the thread that made them current)."""
+    """The EGL calls that find, make and restore the context current on a thread, and make the
+    per-thread contexts of the library's share group (None where there is no libEGL: GLX
+    contexts are then used on the thread that made them current)."""
 
     DRAW, READ = 0x3059, 0x305A
+    CONFIG_ID, OPENGL_API, NONE = 0x3028, 0x30A2, 0x3038
+    MAJOR, MINOR, PROFILE, CORE = 0x3098, 0x30FB, 0x30FD, 0x1
 
     def __init__(self):
         egl = ctypes.CDLL("libEGL.so.1")
-        for name in ("eglGetCurrentContext", "eglGetCurrentDisplay", "eglGetCurrentSurface"):
+        for name in ("eglGetCurrentContext", "eglGetCurrentDisplay", "eglGetCurrentSurface",
+                     "eglCreateContext"):
             getattr(egl, name).restype = ctypes.c_void_p
         egl.eglGetCurrentSurface.argtypes = [ctypes.c_int32]
         egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
+        egl.eglQueryContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                                        ctypes.POINTER(ctypes.c_int32)]
+        egl.eglChooseConfig.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32),
+                                        ctypes.POINTER(ctypes.c_void_p), ctypes.c_int32,
+                                        ctypes.POINTER(ctypes.c_int32)]
+        egl.eglCreateContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                         ctypes.POINTER(ctypes.c_int32)]
+        egl.eglDestroyContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        egl.eglBindAPI.argtypes = [ctypes.c_uint32]
         self.lib = egl
 
     def context(self) -> int | None:
@@ -83,6 +97,28 @@ class _EGL:
     def restore(self, state: tuple) -> None:
         self.lib.eglMakeCurrent(*state)
 
+    def shared_context(self, display: int, share: int, version: int) -> int:
+        """A new surfaceless OpenGL core context of `share`'s config and share group."""
+        e = self.lib
+        config_id, config, found = ctypes.c_int32(0), ctypes.c_void_p(0), ctypes.c_int32(0)
+        e.eglQueryContext(display, share, self.CONFIG_ID, ctypes.byref(config_id))
+        want = (ctypes.c_int32 * 3)(self.CONFIG_ID, config_id.value, self.NONE)
+        e.eglChooseConfig(display, want, ctypes.byref(config), 1, ctypes.byref(found))
+        e.eglBindAPI(self.OPENGL_API)  # per thread: EGL's default is OpenGL ES
+        attribs = (ctypes.c_int32 * 7)(self.MAJOR, version // 100, self.MINOR,
+                                       version % 100 // 10, self.PROFILE, self.CORE, self.NONE)
+        handle = e.eglCreateContext(display, config if found.value else None, share, attribs)
+        if not handle:
+            raise RuntimeError(f"eglCreateContext failed (EGL error {e.eglGetError():#x}): no "
+                               "GL context for this thread in the library's share group")
+        return handle
+
+    def make_current(self, display: int, handle: int | None) -> bool:
+        return bool(self.lib.eglMakeCurrent(display, None, None, handle))
+
+    def destroy(self, display: int, handle: int) -> None:
+        self.lib.eglDestroyContext(display, handle)
+
 
 def _egl() -> _EGL | None:
     try:
@@ -91,8 +127,30 @@ def _egl() -> _EGL | None:
         return None
 
 
+class _ThreadContext:
+    """A thread's EGL context in the library's share group; the thread-local that holds it is
+    dropped when the thread ends, which releases it there (and destroys the ones made for it)."""
+
+    def __init__(self, dev: "GLDevice", handle: int, owned: bool):
+        self.dev, self.handle, self.owned = dev, handle, owned
+
+    def __del__(self):
+        dev = self.dev
+        with dev._lock:
+            if dev._egl.context() == self.handle:
+                dev._egl.make_current(dev._display, None)
+            if self.owned:
+                dev._egl.destroy(dev._display, self.handle)
+
+
 class _Current:
-    """GLDevice.current(): a class, not a generator, since every GL call enters it."""
+    """GLDevice.current(): a class, not a generator, since every GL call enters it.
+
+    On the library's own context each thread uses a context of its own in one share group
+    (buffers, textures, programs and fences are shared), kept current between calls where the
+    thread had none current: a call then switches no context. Every call ends with a flushed
+    fence, and a call on another context than the previous call's has the GPU wait for it first
+    (a thread's first call cannot know what an earlier one left unfenced)."""
 
     def __init__(self, dev: "GLDevice"):
         self.dev = dev
@@ -104,18 +162,10 @@ class _Current:
             if dev._depth:
                 dev._depth += 1
                 return dev.ctx
-            now = dev._egl.context() if dev._handle else None
-            if now == dev._handle:  # current here already (or not an EGL context we can move)
-                dev._outer = False
+            if dev._own and dev._handle:
+                dev._enter_own()
             else:
-                dev._outer = dev._egl.state() if now else None
-                dev.ctx.__enter__()
-                if dev._egl.context() != dev._handle:
-                    dev.ctx.__exit__(None, None, None)
-                    if dev._outer:
-                        dev._egl.restore(dev._outer)
-                    raise RuntimeError("the GL context is current on another thread: call "
-                                       "pyfftgl on that thread, or release it there first")
+                dev._enter_callers()
             dev._depth = 1
             return dev.ctx
         except BaseException:
@@ -129,11 +179,16 @@ class _Current:
             if not dev._depth:
                 try:
                     dev._collect()
+                    if dev._own and dev._handle:
+                        dev._fence_here()
                 finally:
                     if dev._outer is not False:  # made current on entry: released again, and
-                        dev.ctx.__exit__(None, None, None)  # the thread's own EGL context back
-                        if dev._outer:
+                        if dev._own:  # the thread's own EGL context back
                             dev._egl.restore(dev._outer)
+                        else:
+                            dev.ctx.__exit__(None, None, None)
+                            if dev._outer:
+                                dev._egl.restore(dev._outer)
         finally:
             dev._lock.release()
         return False
@@ -259,7 +314,7 @@ class GLSubmission(Submission):
             return float(time.perf_counter_ns() - t0)
         # The staging copies are queued before the dispatches; keep them out of the query.
         ctx.finish()
-        query = ctx.query(time=True)
+        query = ctx.query(time=True)  # used and dropped within this call: queries are per context
         with query:
             self._dispatch_all()
         return float(query.elapsed)
@@ -281,6 +336,8 @@ class GLDevice(Device):
         except ImportError as e:
             raise BackendUnavailable(f"the GL backend needs ModernGL ({e}); pip install moderngl") from e
         own = ctx is None
+        egl = _egl()
+        before = egl.state() if own and egl else None  # a context the caller had current
         if own:
             try:
                 ctx = moderngl.create_standalone_context(require=430, backend="egl")
@@ -302,10 +359,10 @@ class GLDevice(Device):
         self._own = own
         self._lock = threading.RLock()
         self._depth = 0  # nesting of current() on the thread holding the lock
-        self._outer = False  # at the outermost current(): False (was current), None or state
+        self._outer = False  # at the outermost current(): False (stays current), None or state
         self._graveyard = collections.deque()  # releases of collected objects, for the next call
         self.live = {"buffers": 0, "bytes": 0, "images": 0}  # made here and not yet released
-        self._egl = _egl()
+        self._egl = egl
         self._handle = self._egl.context() if self._egl else None  # current: just made/passed
         host = getattr(ctx, "_pyfftgl_device", None)
         # Another device on the library's own context shares its lock and its switching.
@@ -336,8 +393,70 @@ class GLDevice(Device):
             # doubles are core GLSL from GL 4.0 (GL_ARB_gpu_shader_fp64 before it)
             float64=ctx.version_code >= 400 or "GL_ARB_gpu_shader_fp64" in ctx.extensions,
         )
+        # The library's own context: this thread's context of the share group, current here
+        # until the thread ends; other threads get contexts of their own (_thread_context).
+        self._local = threading.local()
+        self._fence, self._fence_ctx = None, None  # the last call's fence, and its context
+        self._sync = None  # (glFenceSync, glWaitSync, glDeleteSync, glFlush)
         if own and self._handle:
-            ctx.__exit__(None, None, None)  # current on no thread until a call needs it
+            self._display = self._egl.state()[0]
+            self._local.tc = _ThreadContext(self, self._handle, owned=False)
+            if before and before[3]:
+                egl.restore(before)
+
+    def _thread_context(self) -> "_ThreadContext":
+        """This thread's context of the library's share group, made on its first call."""
+        tc = getattr(self._local, "tc", None)
+        if tc is None:
+            handle = self._egl.shared_context(self._display, self._handle, self.ctx.version_code)
+            tc = self._local.tc = _ThreadContext(self, handle, owned=True)
+        return tc
+
+    def _enter_own(self):
+        """Make this thread's context current (kept so where the thread had none current), and
+        order this call after the previous one where that ran on another context."""
+        tc = self._thread_context()
+        now = self._egl.context()
+        if now == tc.handle:
+            self._outer = False
+        else:
+            self._outer = self._egl.state() if now else False
+            if not self._egl.make_current(self._display, tc.handle):
+                raise RuntimeError(f"eglMakeCurrent failed (EGL error "
+                                   f"{self._egl.lib.eglGetError():#x}) for this thread's context")
+        if self._fence is not None and self._fence_ctx != tc.handle:
+            self._sync[1](self._fence, 0, ctypes.c_uint64(0xFFFFFFFFFFFFFFFF))  # GPU-side wait
+
+    def _enter_callers(self):
+        """The caller's context: used where current on this thread, else made current for the
+        call where it is current on no other (and the thread's own context put back after)."""
+        now = self._egl.context() if self._handle else None
+        if now == self._handle:  # current here already (or not an EGL context we can move)
+            self._outer = False
+            return
+        self._outer = self._egl.state() if now else None
+        self.ctx.__enter__()
+        if self._egl.context() != self._handle:
+            self.ctx.__exit__(None, None, None)
+            if self._outer:
+                self._egl.restore(self._outer)
+            raise RuntimeError("the GL context is current on another thread: call "
+                               "pyfftgl on that thread, or release it there first")
+
+    def _fence_here(self):
+        """A flushed fence after this call's commands, for a call on another context to wait on."""
+        if self._sync is None:
+            self._sync = (gl_proc("glFenceSync", ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32),
+                          gl_proc("glWaitSync", None, ctypes.c_void_p, ctypes.c_uint32,
+                                  ctypes.c_uint64),
+                          gl_proc("glDeleteSync", None, ctypes.c_void_p),
+                          gl_proc("glFlush", None))
+        fence_sync, _, delete, flush = self._sync
+        fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
+        flush()
+        if self._fence is not None:
+            delete(self._fence)
+        self._fence, self._fence_ctx = fence, self._egl.context()
 
     def current(self) -> "_Current":
         """This device's lock held and its context current on the calling thread, for the
