@@ -196,3 +196,42 @@ def test_gl_device_held_by_one_thread_blocks_the_others():
         assert_accurate(pyfftgl.fft(x, backend="gl"), np.fft.fft(x.astype(np.complex128)), 16)
     t.join(30)
     assert blocked.is_set()
+
+
+SINGLE_THREAD_SCRIPT = """
+import json, threading, numpy as np, pyfftgl
+from pyfftgl.backends import get_device
+dev = get_device("gl")
+x = np.random.default_rng(1).standard_normal((128, 192)).astype(np.complex64)
+p = pyfftgl.plan(x.shape, np.complex64, kind="fft2", backend="gl")
+d = pyfftgl.asarray(x, backend="gl")
+o = pyfftgl.asarray(np.zeros_like(x), backend="gl")
+for _ in range(20):
+    p(d, out=o)
+state = {"threads": threading.active_count(), "unfenced": dev._unfenced,
+         "fence": dev._fence is not None}
+got = []
+t = threading.Thread(target=lambda: got.append(o.get()))  # the first call on another context
+t.start()
+t.join()
+state["fenced_at_start"] = not dev._unfenced
+ref = np.fft.fft2(x.astype(np.complex128))
+state["rel_err"] = float(np.linalg.norm(got[0] - ref) / np.linalg.norm(ref))
+print(json.dumps(state))
+"""
+
+
+def test_gl_only_thread_fences_nothing_until_it_starts_another():
+    """A process's only thread keeps no fences (their cost on the GPU is a small FFT's); its last
+    call is fenced when it starts a thread, whose first call (on a context of its own) reads
+    what the loop wrote."""
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", SINGLE_THREAD_SCRIPT], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    state = json.loads(out.stdout.strip().splitlines()[-1])
+    assert state["threads"] == 1 and state["unfenced"] and not state["fence"]
+    assert state["fenced_at_start"]
+    assert state["rel_err"] < 1e-6

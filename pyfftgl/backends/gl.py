@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import sys
 import threading
 import time
 import weakref
@@ -148,9 +149,11 @@ class _Current:
 
     On the library's own context each thread uses a context of its own in one share group
     (buffers, textures, programs and fences are shared), kept current between calls where the
-    thread had none current: a call then switches no context. Every call ends with a flushed
-    fence, and a call on another context than the previous call's has the GPU wait for it first
-    (a thread's first call cannot know what an earlier one left unfenced)."""
+    thread had none current: a call then switches no context. While the process has other
+    threads, each call ends with a flushed fence, and a call on another context than the
+    previous call's has the GPU wait for it first; a process's only thread fences nothing (a
+    fence and its flush cost the GPU more than a small FFT), and its last call is fenced when
+    it starts a thread (_fence_before_new_threads)."""
 
     def __init__(self, dev: "GLDevice"):
         self.dev = dev
@@ -180,7 +183,9 @@ class _Current:
                 try:
                     dev._collect()
                     if dev._own and dev._handle:
-                        dev._fence_here()
+                        dev._unfenced = threading.active_count() == 1
+                        if not dev._unfenced:
+                            dev._fence_here()
                 finally:
                     if dev._outer is not False:  # made current on entry: released again, and
                         if dev._own:  # the thread's own EGL context back
@@ -192,6 +197,21 @@ class _Current:
         finally:
             dev._lock.release()
         return False
+
+
+_OWN_DEVICES: "weakref.WeakSet[GLDevice]" = weakref.WeakSet()
+
+
+def _fence_before_new_threads(event: str, _args) -> None:
+    """An audit hook: before this process's only thread starts another, its last call's work
+    gets the fence that a call on the new thread's context will wait for."""
+    if event in ("_thread.start_new_thread", "_thread.start_joinable_thread"):
+        for dev in list(_OWN_DEVICES):
+            if dev._unfenced:
+                dev.fence_pending()
+
+
+sys.addaudithook(_fence_before_new_threads)
 
 
 def _shared_memory_size() -> int:
@@ -372,6 +392,7 @@ class GLDevice(Device):
         self._current = _Current(self)
         self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
         self._vkmemory, self._vkmemory_worked = None, False
+        self._memory = None  # bytes of device memory (_memory_total)
         self._buffer_storage = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers)
         gi = ctx.info
         renderer = gi["GL_RENDERER"]
@@ -397,12 +418,14 @@ class GLDevice(Device):
         # until the thread ends; other threads get contexts of their own (_thread_context).
         self._local = threading.local()
         self._fence, self._fence_ctx = None, None  # the last call's fence, and its context
+        self._unfenced = False  # the last call's work has no fence (the process had one thread)
         self._sync = None  # (glFenceSync, glWaitSync, glDeleteSync, glFlush)
         if own and self._handle:
             self._display = self._egl.state()[0]
             self._local.tc = _ThreadContext(self, self._handle, owned=False)
             if before and before[3]:
                 egl.restore(before)
+            _OWN_DEVICES.add(self)
 
     def _thread_context(self) -> "_ThreadContext":
         """This thread's context of the library's share group, made on its first call."""
@@ -426,6 +449,8 @@ class GLDevice(Device):
                                    f"{self._egl.lib.eglGetError():#x}) for this thread's context")
         if self._fence is not None and self._fence_ctx != tc.handle:
             self._sync[1](self._fence, 0, ctypes.c_uint64(0xFFFFFFFFFFFFFFFF))  # GPU-side wait
+            self._sync[2](self._fence)  # this context's later calls are ordered after it
+            self._fence = None
 
     def _enter_callers(self):
         """The caller's context: used where current on this thread, else made current for the
@@ -457,6 +482,22 @@ class GLDevice(Device):
         if self._fence is not None:
             delete(self._fence)
         self._fence, self._fence_ctx = fence, self._egl.context()
+
+    def fence_pending(self):
+        """Fence the last call's work if it has none (called on the thread that made it)."""
+        with self._lock:
+            if not self._unfenced:
+                return
+            tc = getattr(self._local, "tc", None)
+            if tc is None:  # not the thread that made the call: it cannot reach that context
+                return
+            outer = self._egl.state() if self._egl.context() != tc.handle else None
+            if outer:
+                self._egl.make_current(self._display, tc.handle)
+            self._fence_here()
+            self._unfenced = False
+            if outer:
+                self._egl.restore(outer)
 
     def current(self) -> "_Current":
         """This device's lock held and its context current on the calling thread, for the
@@ -509,6 +550,10 @@ class GLDevice(Device):
         """A buffer of immutable storage that the host can neither map nor write (flags 0): the
         driver is told the data lives on the GPU, and every host transfer goes through a staging
         copy, since NVIDIA's driver moves a buffer the host reads into system memory for good."""
+        total = self._memory_total()
+        if nbytes > total:  # NVIDIA's GL "allocates" any size and fails only when it is used
+            raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} bytes "
+                              f"(the device has {total} bytes)")
         if self._buffer_storage is None:
             try:
                 self._buffer_storage = (
@@ -539,6 +584,20 @@ class GLDevice(Device):
                               f"({error})")
         return GLBuffer(self.ctx.external_buffer(name.value, nbytes), nbytes,
                         self.deferred(lambda: delete(1, ctypes.byref(name)), nbytes=nbytes))
+
+    def _memory_total(self) -> int:
+        """The device's memory in bytes where the driver says (GL_NVX_gpu_memory_info), else a
+        size no buffer reaches."""
+        if self._memory is None:
+            self._memory = 1 << 62
+            if "GL_NVX_gpu_memory_info" in self.ctx.extensions:
+                get = gl_proc("glGetIntegerv", None, ctypes.c_uint32,
+                              ctypes.POINTER(ctypes.c_int32))
+                kib = ctypes.c_int32(0)
+                get(0x9048, ctypes.byref(kib))  # GPU_MEMORY_INFO_TOTAL_AVAILABLE_MEMORY_NVX
+                if kib.value > 0:
+                    self._memory = kib.value * 1024
+        return self._memory
 
     def image(self, width: int, height: int, fmt: str) -> GLImage:
         """A texture of the plan's own (width x height, GLSL image format `fmt`)."""
