@@ -436,9 +436,9 @@ def split_groups(groups: int, max_count: tuple[int, int, int], max_groups: int |
     Each dispatch runs a gx-by-gy grid; the kernel numbers its workgroups base + x + y * gx and
     skips those >= groups, so nothing is ever truncated silently. The dispatches are as few as
     the limits allow (more only where rows round down) and evenly sized, their rows as few as fit
-    and balanced, so fewer than gy workgroups idle: 65536 groups under a 65535 limit run as 2 x 32768, not 2 x 65535 with half
-    of them empty. Every dispatch but the last runs only live workgroups (gx * gy <= its share),
-    so none does more than `max_groups` of work.
+    and balanced, so fewer than gy workgroups idle: 65536 groups under a 65535 limit run as
+    2 x 32768, not 2 x 65535 with half of them empty. Every dispatch but the last runs only live
+    workgroups (gx * gy <= its share), so none does more than `max_groups` of work.
     """
     gx_max, gy_max = max_count[0], max_count[1]
     cap = gx_max * gy_max if max_groups is None else max(1, min(max_groups, gx_max * gy_max))
