@@ -183,9 +183,11 @@ class TransformPlan:
         self._programs = [shaders.get_program(dev, p.kernel, self._defines(p, i, offsets),
                                               planner.PUSH_NAMES)
                           for i, p in enumerate(spec.passes)]
-        self.dispatch_count = sum(len(planner.split_groups(p.groups(units),
-                                                           limits.max_group_count))
-                                  for p in spec.passes)
+        # Each pass's (base, gx, gy) dispatches, fixed when the plan is built: inside the
+        # device's grid limits and the work budget of one dispatch, for this plan's elements.
+        self._grids = [planner.dispatch_grids(p, units, limits, self.element_bytes)
+                       for p in spec.passes]
+        self.dispatch_count = sum(map(len, self._grids))
         self._host_run = None  # the upload-run-download submission, recorded on first use
         self._recorded = Recorded(self.RECORDED)
         self._lock = threading.Lock()
@@ -233,8 +235,7 @@ class TransformPlan:
             images = (src if fmt_in else None, dst if fmt_out else None) if fmt_in or fmt_out else ()
             out.append([Dispatch(program, (gx, gy, 1), np.array(p.push(units, base), np.uint32),
                                  tuple(buffers), images)
-                        for base, gx, gy in planner.split_groups(p.groups(units),
-                                                                 self.limits.max_group_count)])
+                        for base, gx, gy in self._grids[i]])
         return out
 
     @property

@@ -1,6 +1,7 @@
 """The planner alone: pure Python, no GPU. Invariants every plan keeps over a sweep of
 transforms and devices, the rules as relations, and one snapshot of the chosen plans
 (tests/regen_snapshot.py) instead of exact heuristic outputs."""
+import dataclasses
 import json
 import math
 import re
@@ -9,6 +10,7 @@ import pytest
 
 from pyfftgl import planner, shaders
 from pyfftgl.backends.base import Limits
+from pyfftgl.plans import element_limits
 from regen_snapshot import C2C, C2R, GPU, R2C, SNAPSHOT, SOFT, limits_sets, snapshot, sweep
 
 
@@ -599,3 +601,108 @@ def test_steps_are_checked():
     with pytest.raises(ValueError, match="last step"):
         planner.plan_steps((4, 9), [C2R(1, 16), C2C(0)], GPU)
     assert C2R(0, 8).is_inverse and C2C(0, True).is_inverse and not R2C(0, 8).is_inverse
+
+
+# --- the work budget of a dispatch (compose.DISPATCH_BYTES) ----------------------------------
+
+# A GPU's grid limits with lavapipe's 65535 workgroups in every dimension, big buffers: the
+# budget and the count limits split together.
+GRID65535 = dataclasses.replace(SOFT, max_buffer_bytes=2**32 - 1)
+
+# name: (upload shape, steps, bytes of an element: complex64 8, float64 or two fields (rgba) 16)
+BIG = {
+    "fft 2^26": ((1, 2**26), [C2C(1)], 8),
+    "ifft 2^27": ((1, 2**27), [C2C(1, True)], 8),
+    "rfft 2^27": ((1, 2**26), [R2C(1, 2**27)], 8),
+    "irfft 2^27": ((1, 2**26 + 1), [C2R(1, 2**27)], 8),
+    "fft2 8192^2": ((8192, 8192), [C2C(1), C2C(0)], 8),
+    "rfft2 8192^2": ((8192, 4096), [R2C(1, 8192), C2C(0)], 8),
+    "fft 4096 x 2^14": ((2**14, 4096), [C2C(1)], 8),
+    "Bluestein 16777259": ((1, 16777259), [C2C(1)], 8),
+    "Bluestein 1000003 x 16": ((16, 1000003), [C2C(1)], 8),
+    "fft 2^26 float64": ((1, 2**26), [C2C(1)], 16),
+    "fft2 8192^2 two fields": ((8192, 8192), [C2C(1), C2C(0)], 16),
+    "Bluestein 8388617 float64": ((1, 8388617), [C2C(1)], 16),
+}
+
+
+def planned(shape, steps, limits, element_bytes):
+    """The spec as plans.TransformPlan builds it for elements of `element_bytes`, and its
+    limits (a wider element halves what shared memory and buffers hold)."""
+    limits = element_limits(limits, element_bytes)
+    return planner.plan_steps(shape, steps, limits), limits
+
+
+def moved_bytes(p, units, element_bytes) -> int:
+    """What a pass must at least read and write: every element in and out (a real pass counts
+    its output elements)."""
+    elements = p.line_count(units) * (p.n if isinstance(p, planner.StockhamPass) else 1)
+    return 2 * elements * element_bytes
+
+
+@pytest.mark.parametrize("limits", [GPU, GRID65535], ids=["gpu", "grid65535"])
+@pytest.mark.parametrize("name", BIG)
+def test_every_dispatch_stays_within_the_budget(name, limits):
+    shape, steps, eb = BIG[name]
+    spec, limits = planned(shape, steps, limits, eb)
+    budget = planner.compose.DISPATCH_BYTES
+    for p in spec.passes:
+        groups = p.groups(spec.units)
+        per_group = p.values_per_group() * eb
+        lines = p.lines if isinstance(p, planner.StockhamPass) else planner.RealPass.GROUP
+        length = p.n if isinstance(p, planner.StockhamPass) else 1
+        assert per_group >= 2 * lines * length * eb  # every element in and out at least
+        if p.pre_mul is not None or p.post_mul is not None:  # Bluestein's multiplies read tables
+            assert per_group >= 3 * lines * length * eb
+        grids = planner.dispatch_grids(p, spec.units, limits, eb)
+        base = 0
+        for b, gx, gy in grids:  # contiguous: no gap, no overlap, the last covers the rest
+            assert b == base and b < groups, name
+            assert gx <= limits.max_group_count[0] and gy <= limits.max_group_count[1], name
+            assert min(gx * gy, groups - b) * per_group <= budget, name
+            base += gx * gy
+        assert groups <= base < groups + grids[-1][2], name
+        # as few dispatches as the budget needs (give or take one of rounding)
+        assert -(-moved_bytes(p, spec.units, eb) // budget) <= len(grids), name
+        assert len(grids) <= -(-groups * per_group // budget) + 1, name
+
+
+def test_the_h100_sized_transforms_split_into_few_dispatches():
+    # A pass of 2^26 complex64 moves 1 GiB, of 2^27 2 GiB: two and four dispatches a pass.
+    assert planner.compose.DISPATCH_BYTES == 2**29
+    for name, per_pass in (("fft 2^26", 2), ("fft2 8192^2", 2), ("ifft 2^27", 4)):
+        shape, steps, eb = BIG[name]
+        spec, limits = planned(shape, steps, GPU, eb)
+        counts = [len(planner.dispatch_grids(p, spec.units, limits, eb)) for p in spec.passes]
+        assert counts == [per_pass] * len(spec.passes), (name, counts)
+
+
+@pytest.mark.parametrize("shape,steps,eb", [
+    ((1024, 1024), [C2C(1), C2C(0)], 8), ((1000, 4096), [C2C(1)], 8),
+    ((1024, 512), [R2C(1, 1024), C2C(0)], 8), ((100, 1009), [C2C(1)], 8),
+    ((2, 2**20), [C2C(1)], 8), ((1000, 1024), [C2C(1)], 16), ((1024, 1024), [C2C(1), C2C(0)], 16)])
+def test_small_plans_run_one_dispatch_per_pass(shape, steps, eb):
+    for limits in (GPU, GRID65535):
+        spec, limits = planned(shape, steps, limits, eb)
+        assert all(len(planner.dispatch_grids(p, spec.units, limits, eb)) == 1
+                   for p in spec.passes), shape
+
+
+@pytest.mark.parametrize("groups", [1, 7, 100, 65536, 200003])
+@pytest.mark.parametrize("max_groups", [1, 3, 1000, 65537, None])
+@pytest.mark.parametrize("count", [(65535, 65535, 65535), (2**31 - 1, 65535, 65535), (3, 2, 1)])
+def test_split_groups_keeps_each_dispatch_within_max_groups(groups, max_groups, count):
+    parts = planner.split_groups(groups, count, max_groups)
+    base, live = 0, []
+    for b, gx, gy in parts:
+        assert b == base and 1 <= gx <= count[0] and 1 <= gy <= count[1]
+        live.append(min(gx * gy, groups - b))
+        base += gx * gy
+    assert groups <= base < groups + parts[-1][2]
+    cap = min(max_groups or groups, count[0] * count[1])
+    assert max(live) <= cap
+    fewest = -(-groups // cap)
+    if cap <= count[0]:  # rows of one: exactly the fewest dispatches, evenly sized
+        assert len(parts) == fewest and max(live) - min(live) <= 1
+    else:  # a dispatch of several rows may leave less than a row of its share to the next
+        assert fewest <= len(parts) <= fewest + fewest // 2 + 1

@@ -59,10 +59,12 @@ def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
 def _copy_submission(device, src, dst, count: int):
     """copy.comp moving `count` vec4s from src to dst, recorded as one submission."""
     program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
+    # A workgroup reads and writes 256 vec4s: within the planner's budget of one dispatch too.
     return device.record([Dispatch(program, (gx, gy, 1),
                                    np.array([count, base, 0, 0, 0, 0], np.uint32), (src, dst))
                           for base, gx, gy in planner.split_groups(
-                              max(1, -(-count // 256)), device.info.limits.max_group_count)])
+                              max(1, -(-count // 256)), device.info.limits.max_group_count,
+                              max(1, planner.compose.DISPATCH_BYTES // (256 * 2 * 16)))])
 
 
 def timed(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.3,

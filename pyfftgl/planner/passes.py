@@ -1,7 +1,7 @@
 """Pass records and their preamble: a pass is one compute dispatch (possibly split into several
-for workgroup-count limits) that reads every element once and writes every element once. Its
-`defines()` are the `#define` preamble of its kernel, `push()` its push constants (abi.PUSH_NAMES)
-and `tables()` the host tables it reads."""
+for workgroup-count limits and the work budget of a dispatch) that reads every element once and
+writes every element once. Its `defines()` are the `#define` preamble of its kernel, `push()` its
+push constants (abi.PUSH_NAMES) and `tables()` the host tables it reads."""
 from __future__ import annotations
 
 import math
@@ -230,6 +230,14 @@ class StockhamPass:
     def groups(self, units: int) -> int:
         return -(-self.line_count(units) // self.lines)
 
+    def values_per_group(self) -> int:
+        """Complex values a workgroup reads and writes (compose.dispatch_grids' estimate): each
+        of its lines in and out, plus one table value per element for each per-element multiply
+        (Bluestein's chirp and kernel spectrum, the real pack/unpack twiddle); the stage and
+        four-step tables are small and shared by all lines, so they are not counted."""
+        per_element = 2 + sum(x is not None for x in (self.pre_mul, self.post_mul))
+        return self.lines * self.n * (per_element + bool(self.real_unpack or self.real_pack))
+
 
 @dataclass(frozen=True)
 class RealPass:
@@ -273,3 +281,8 @@ class RealPass:
 
     def groups(self, units: int) -> int:
         return -(-self.line_count(units) // self.GROUP)
+
+    def values_per_group(self) -> int:
+        """Complex values a workgroup reads and writes: per output element, an unpack or pack
+        reads two inputs and a twiddle and writes one, a crop or extend copies one."""
+        return self.GROUP * (4 if self.mode in (self.UNPACK, self.PACK) else 2)
