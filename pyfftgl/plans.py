@@ -399,6 +399,12 @@ class PlanCache:
         with self._lock:
             self._plans.clear()
 
+    def forget_device(self, device) -> None:
+        """Drop the plans of `device` (a lost one)."""
+        with self._lock:
+            for key in [k for k, p in self._plans.items() if p.device is device]:
+                del self._plans[key]
+
     def __len__(self):
         return len(self._plans)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import threading
 
-from .base import BackendUnavailable, Device
+from .base import BackendUnavailable, Device, DeviceError
 
 BACKENDS = ("vulkan", "gl")
 _devices: dict[str, Device] = {}
@@ -48,6 +48,17 @@ def get_device(backend: str | Device | None = None) -> Device:
                     _errors[name] = e
             reasons.append(f"{name}: {_errors[name]}")
         raise BackendUnavailable("no usable pyfftgl backend. " + "; ".join(reasons))
+
+
+def forget(device: Device) -> None:
+    """Retire a lost device: the next call that names its backend opens a new one, and the plan
+    cache drops its plans."""
+    with _lock:
+        for name, dev in list(_devices.items()):
+            if dev is device:
+                del _devices[name]
+    from ..plans import plan_cache
+    plan_cache.forget_device(device)
 
 
 def _after_fork_in_child() -> None:

@@ -26,6 +26,18 @@ class PrecisionUnavailable(BackendUnavailable, TypeError):
     GL_ARB_gpu_shader_fp64); a TypeError too, as for any dtype pyfftgl cannot compute."""
 
 
+class DeviceError(RuntimeError):
+    """The driver failed work pyfftgl gave it: a failed submission or a lost device.
+
+    `driver_message` is the driver's own report; `lost` says the device is gone, in which case
+    its plans and arrays refuse further work and the next call that names the backend opens a
+    new device."""
+
+    def __init__(self, message: str, *, backend: str, driver_message: str, lost: bool = False):
+        super().__init__(message)
+        self.backend, self.driver_message, self.lost = backend, driver_message, lost
+
+
 @dataclass(frozen=True)
 class Limits:
     """The device limits the planner needs, read from the driver at run time."""
@@ -110,6 +122,31 @@ class Submission(abc.ABC):
 
 class Device(abc.ABC):
     info: DeviceInfo
+    lost: str | None = None  # the driver's message where the device was lost
+
+    def failure(self, what: str, error: BaseException | str, lost: bool = False) -> DeviceError:
+        """The DeviceError for a driver failure while doing `what`; a loss (the driver says so,
+        or `lost`) retires this device: its work is refused and the backend opens a new one."""
+        if isinstance(error, DeviceError):  # already reported, by a call inside this one
+            return error
+        message = str(error)
+        lost = lost or "lost" in message.lower()
+        if lost and self.lost is None:
+            self.lost = message
+            from . import forget
+            forget(self)
+        note = (": the device is lost; its plans and arrays cannot run, and the next call "
+                "opens a new device" if lost else "")
+        return DeviceError(f"the {self.info.api} device ({self.info.name}) failed {what}: "
+                           f"{message}{note}", backend=self.info.api, driver_message=message,
+                           lost=lost)
+
+    def check_usable(self) -> None:
+        """Raise the DeviceError of a lost device before any work is given to it."""
+        if self.lost is not None:
+            raise DeviceError(f"the {self.info.api} device ({self.info.name}) was lost "
+                              f"({self.lost}): make new plans and arrays", backend=self.info.api,
+                              driver_message=self.lost, lost=True)
 
     def current(self):
         """A context for a run of calls from one thread that holds the device throughout (GL:

@@ -311,6 +311,7 @@ class GLSubmission(Submission):
             ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
 
     def run(self, inputs=(), *, timed=False, wait=True):
+        self._device.check_usable()
         with self._device.current() as ctx:
             for (buf, staging), data in zip(self._uploads, inputs):
                 raw = np.ascontiguousarray(data).tobytes()
@@ -342,7 +343,9 @@ class GLSubmission(Submission):
     def result(self, i=0):
         buf, staging = self._downloads[i]
         with self._device.current():
-            return np.frombuffer(staging.read(size=buf.nbytes), np.float32).copy()
+            out = np.frombuffer(staging.read(size=buf.nbytes), np.float32).copy()
+            self._device.check_errors("running a submission")
+            return out
 
 
 class GLDevice(Device):
@@ -393,6 +396,7 @@ class GLDevice(Device):
         self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
         self._vkmemory, self._vkmemory_worked = None, False
         self._memory = None  # bytes of device memory (_memory_total)
+        self._reset_status = None  # glGetGraphicsResetStatus (check_errors)
         self._buffer_storage = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers)
         gi = ctx.info
         renderer = gi["GL_RENDERER"]
@@ -646,19 +650,43 @@ class GLDevice(Device):
 
     def read(self, buf, count):
         # Through a staging copy on the GPU, never from the buffer itself (see _storage_buffer).
+        self.check_usable()
         with self.current():
             self.ctx.memory_barrier()
             staging = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
             try:
                 self.ctx.copy_buffer(staging, buf.buf, size=count * 4)
-                return np.frombuffer(staging.read(size=count * 4), np.float32).copy()
+                out = np.frombuffer(staging.read(size=count * 4), np.float32).copy()
             finally:
                 staging.release()
+            self.check_errors("reading a buffer")
+            return out
 
     def finish(self):
+        self.check_usable()
         with self.current():
             self.ctx.finish()
+            self.check_errors("running the work submitted")
+
+    def check_errors(self, what: str) -> None:
+        """Raise the DeviceError of what the driver reported about the work since the last check
+        (GL errors come back only when asked, so at the points where the host waits anyway). A
+        caller's context is left alone: its errors may be the caller's."""
+        if not self._own:
+            return
+        if self._reset_status is None:
+            try:
+                self._reset_status = gl_proc("glGetGraphicsResetStatus", ctypes.c_uint32)
+            except OSError:
+                self._reset_status = lambda: 0
+        reset = self._reset_status()
+        if reset:
+            raise self.failure(what, f"glGetGraphicsResetStatus: {reset:#x}", lost=True)
+        error = self.ctx.error
+        if error != "GL_NO_ERROR":
+            raise self.failure(what, error)
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
+        self.check_usable()
         with self.current():
             return GLSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)

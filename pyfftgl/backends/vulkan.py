@@ -124,8 +124,13 @@ class VkSubmission(Submission):
         return seq
 
     def run(self, inputs=(), *, timed=False, wait=True):
-        with self._device.lock:  # the ring's state and the queue, one thread at a time
-            return self._run(inputs, timed, wait)
+        dev = self._device
+        with dev.lock:  # the ring's state and the queue, one thread at a time
+            dev.check_usable()
+            try:
+                return self._run(inputs, timed, wait)
+            except RuntimeError as e:  # kp's exceptions carry the driver's VkResult
+                raise dev.failure("running a submission", e) from e
 
     def _run(self, inputs, timed, wait):
         if inputs or self._downloads or timed:
@@ -168,7 +173,12 @@ class VkSubmission(Submission):
         """Wait for every replay left running by run(wait=False)."""
         with self._device.lock:
             if self._running:
-                self._await(self._running[-1])
+                try:
+                    self._await(self._running[-1])
+                except RuntimeError as e:
+                    self._running.clear()  # nothing of a failed wait is waited for again
+                    self._device._pending.discard(self)
+                    raise self._device.failure("waiting for a submission", e) from e
 
     def result(self, i=0):
         with self._device.lock:
@@ -329,7 +339,11 @@ class VulkanDevice(Device):
 
     def write(self, buf, data, sync=True):
         with self.lock:
-            self._write(buf, data, sync)
+            self.check_usable()
+            try:
+                self._write(buf, data, sync)
+            except RuntimeError as e:
+                raise self.failure("writing a buffer", e) from e
 
     def _write(self, buf, data, sync):
         import kp
@@ -348,7 +362,11 @@ class VulkanDevice(Device):
 
     def read(self, buf, count):
         with self.lock:
-            return self._read(buf, count)
+            self.check_usable()
+            try:
+                return self._read(buf, count)
+            except RuntimeError as e:
+                raise self.failure("reading a buffer", e) from e
 
     def _read(self, buf, count):
         import kp
@@ -368,4 +386,5 @@ class VulkanDevice(Device):
 
     def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
         with self.lock:
+            self.check_usable()
             return VkSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)
