@@ -76,12 +76,42 @@ def test_kp_timestamps_bracket_a_span():
         assert len(ts) == 3 and ts[0] <= ts[1] <= ts[2]
 
 
+def test_kp_algorithms_share_a_pipeline_and_keep_it_alive():
+    """tools/kp_patch.py, 8: an algorithm made like another runs the other's pipeline on its own
+    tensors, still runs after the other is dropped, and must bind as many tensors as it."""
+    import gc
+
+    import kp
+
+    from pyfftgl import planner
+    from pyfftgl.backends import vulkan
+    dev = get_device("vulkan")
+    data = np.random.default_rng(7).standard_normal(4096).astype(np.float32)
+    a, b, c, d = (dev.buffer(data.nbytes) for _ in range(4))
+    spirv = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES).spirv
+    base = dev._mgr.algorithm([a.tensor, b.tensor], spirv, [4, 1, 1], np.zeros(0, np.uint32),
+                              np.zeros(len(planner.PUSH_NAMES), np.uint32))
+    like = dev._mgr.algorithm_like(base, [c.tensor, d.tensor], [4, 1, 1])
+    with pytest.raises(RuntimeError, match="1 tensors given, the shared pipeline binds 2"):
+        dev._mgr.algorithm_like(base, [c.tensor])
+    del base
+    gc.collect()
+    dev.write(c, data)
+    seq = dev._mgr.sequence()
+    seq.record(vulkan._barrier(vulkan._TRANSFER_WRITE, vulkan._SHADER_RW, vulkan._TRANSFER,
+                               vulkan._COMPUTE))
+    seq.record(kp.OpAlgoDispatch(like, np.array([1024, 0, 0, 0, 0, 0], np.uint32)))
+    seq.eval()
+    assert np.array_equal(dev.read(d, data.size), data)
+
+
 @pytest.mark.parametrize("uploads", [False, True])
 def test_vulkan_submissions_record_their_own_barriers(uploads):
     """kp records no barrier before a dispatch (tools/kp_patch.py, 6), so a submission orders
-    itself: a barrier before its first dispatch (after its uploads) that also waits for every
-    earlier submission's dispatches, one between dependent dispatches, and none after the last;
-    and the chain still computes right, run twice (the second run ordered after the first)."""
+    itself: one global barrier (kp_patch.py, 10) before its first dispatch (after its uploads)
+    that also waits for every earlier submission's dispatches, one between dependent dispatches,
+    and none after the last; and the chain still computes right, run twice (the second run
+    ordered after the first)."""
     import kp
 
     from pyfftgl import planner

@@ -36,6 +36,24 @@
    features): Vulkan requires a feature a shader module uses (pyfftgl's PRECISION 64 kernels
    declare the Float64 capability) to be enabled on the device.
 
+8. Algorithms that share a pipeline. kp binds tensors when it makes an algorithm, so running a
+   kernel on other buffers made a whole new shader module, descriptor set layout, pipeline
+   layout, pipeline cache and pipeline. Manager.algorithm_like(base, tensors, workgroup) makes
+   an algorithm that runs base's pipeline on other tensors: it owns only its descriptor pool and
+   set (and its tensors, workgroup and push constant values) and keeps base alive, so the shared
+   objects are destroyed once, by base, after every sharer is gone. A sharer keeps no copy of the
+   SPIR-V either.
+
+9. No host memory kept per object made and destroyed. kp's Manager records a weak_ptr to every
+   tensor, algorithm and sequence it makes and only drops expired ones when asked (Manager::clear,
+   not bound to Python), so a long-running program grew by tens of bytes per object; the records
+   are now pruned whenever they have doubled since the last pruning. An Algorithm also never freed
+   its push and specialization constant data (a comment said the command buffer did).
+
+10. OpMemoryBarrier with no tensors records one global VkMemoryBarrier (same access and stage
+   masks) in one vkCmdPipelineBarrier, where kp recorded one buffer barrier per tensor and none
+   for an empty list: one call orders everything a submission's dispatches touch.
+
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
 """
@@ -185,6 +203,170 @@ FEATURES_EDITS = [
 ]
 
 
+SHARE_MARK = "// pyfftgl: share a pipeline"
+SHARE_HEADER_EDITS = [
+    ("    /**\n     *  Rebuild function to reconstruct algorithm",
+     f"    {SHARE_MARK}: an algorithm running like's pipeline (its shader module, descriptor set\n"
+     "    // layout, pipeline layout, cache and pipeline, kept alive through `like`) on other\n"
+     "    // tensors; it owns only its descriptor pool and set, workgroup and push constants.\n"
+     "    Algorithm(std::shared_ptr<vk::Device> device,\n"
+     "              const std::shared_ptr<Algorithm>& like,\n"
+     "              const std::vector<std::shared_ptr<Tensor>>& tensors,\n"
+     "              const Workgroup& workgroup = {});\n\n"
+     "    /**\n     *  Rebuild function to reconstruct algorithm"),
+    ("    std::shared_ptr<vk::Device> mDevice;\n    std::vector<std::shared_ptr<Tensor>> mTensors;\n",
+     "    std::shared_ptr<vk::Device> mDevice;\n    std::vector<std::shared_ptr<Tensor>> mTensors;\n"
+     "    std::shared_ptr<Algorithm> mLike; // owner of the shared pipeline objects, if any\n"),
+]
+SHARE_EDITS = [
+    ("    this->destroy();\n}\n\nbool\nAlgorithm::isInit()",
+     "    this->destroy();\n"
+     "    free(this->mPushConstantsData); // pyfftgl: owned here (kp never freed them)\n"
+     "    free(this->mSpecializationConstantsData);\n}\n\n"
+     f"{SHARE_MARK}\n"
+     "Algorithm::Algorithm(std::shared_ptr<vk::Device> device,\n"
+     "                     const std::shared_ptr<Algorithm>& like,\n"
+     "                     const std::vector<std::shared_ptr<Tensor>>& tensors,\n"
+     "                     const Workgroup& workgroup)\n{\n"
+     "    if (!like || !like->isInit()) {\n"
+     "        throw std::runtime_error(\n"
+     "          \"Kompute Algorithm: the algorithm to share a pipeline with is not built\");\n"
+     "    }\n"
+     "    if (tensors.size() != like->mTensors.size()) {\n"
+     "        throw std::runtime_error(fmt::format(\n"
+     "          \"Kompute Algorithm: {} tensors given, the shared pipeline binds {}\",\n"
+     "          tensors.size(),\n"
+     "          like->mTensors.size()));\n"
+     "    }\n"
+     "    this->mDevice = device;\n"
+     "    this->mTensors = tensors;\n"
+     "    this->mLike = like->mLike ? like->mLike : like;\n"
+     "    this->mShaderModule = like->mShaderModule;\n"
+     "    this->mDescriptorSetLayout = like->mDescriptorSetLayout;\n"
+     "    this->mPipelineLayout = like->mPipelineLayout;\n"
+     "    this->mPipelineCache = like->mPipelineCache;\n"
+     "    this->mPipeline = like->mPipeline;\n"
+     "    if (like->mPushConstantsSize) {\n"
+     "        const uint32_t totalSize =\n"
+     "          like->mPushConstantsSize * like->mPushConstantsDataTypeMemorySize;\n"
+     "        this->mPushConstantsData = malloc(totalSize);\n"
+     "        memcpy(this->mPushConstantsData, like->mPushConstantsData, totalSize);\n"
+     "        this->mPushConstantsDataTypeMemorySize =\n"
+     "          like->mPushConstantsDataTypeMemorySize;\n"
+     "        this->mPushConstantsSize = like->mPushConstantsSize;\n"
+     "    }\n"
+     "    this->setWorkgroup(workgroup, tensors.size() ? tensors[0]->size() : 1);\n"
+     "    this->createParameters(); // the layout is like's: only the pool and set are made\n"
+     "}\n\nbool\nAlgorithm::isInit()"),
+    ("        this->mDescriptorPool = nullptr;\n    }\n}\n",
+     "        this->mDescriptorPool = nullptr;\n    }\n\n"
+     f"    {SHARE_MARK}: a sharer lets go of what it shares (its owner destroys it)\n"
+     "    if (this->mLike) {\n"
+     "        this->mShaderModule = nullptr;\n"
+     "        this->mDescriptorSetLayout = nullptr;\n"
+     "        this->mPipelineLayout = nullptr;\n"
+     "        this->mPipelineCache = nullptr;\n"
+     "        this->mPipeline = nullptr;\n"
+     "        this->mLike = nullptr;\n"
+     "    }\n}\n"),
+    ("    KP_LOG_DEBUG(\"Kompute Algorithm creating descriptor set layout\");\n"
+     "    this->mDescriptorSetLayout = std::make_shared<vk::DescriptorSetLayout>();\n"
+     "    this->mDevice->createDescriptorSetLayout(\n"
+     "      &descriptorSetLayoutInfo, nullptr, this->mDescriptorSetLayout.get());\n"
+     "    this->mFreeDescriptorSetLayout = true;\n",
+     "    if (!this->mDescriptorSetLayout) { // a sharer has its owner's\n"
+     "        KP_LOG_DEBUG(\"Kompute Algorithm creating descriptor set layout\");\n"
+     "        this->mDescriptorSetLayout = std::make_shared<vk::DescriptorSetLayout>();\n"
+     "        this->mDevice->createDescriptorSetLayout(\n"
+     "          &descriptorSetLayoutInfo, nullptr, this->mDescriptorSetLayout.get());\n"
+     "        this->mFreeDescriptorSetLayout = true;\n"
+     "    }\n"),
+]
+SHARE_MANAGER_EDITS = [
+    ("    /**\n     * Destroy the GPU resources and all managed resources by manager.\n",
+     f"    {SHARE_MARK}: an algorithm running like's pipeline on other tensors\n"
+     "    std::shared_ptr<Algorithm> algorithmLike(\n"
+     "      const std::shared_ptr<Algorithm>& like,\n"
+     "      const std::vector<std::shared_ptr<Tensor>>& tensors,\n"
+     "      const Workgroup& workgroup = {})\n    {\n"
+     "        std::shared_ptr<Algorithm> algorithm{ new kp::Algorithm(\n"
+     "          this->mDevice, like, tensors, workgroup) };\n\n"
+     "        if (this->mManageResources) {\n"
+     "            this->pruneRecords();\n"
+     "            this->mManagedAlgorithms.push_back(algorithm);\n"
+     "        }\n\n"
+     "        return algorithm;\n    }\n\n"
+     "    /**\n     * Destroy the GPU resources and all managed resources by manager.\n"),
+]
+SHARE_BINDING_EDITS = [
+    ('      .def(\n        "algorithm",\n        [](kp::Manager& self,\n'
+     "           const std::vector<std::shared_ptr<kp::Tensor>>& tensors,\n"
+     "           const py::bytes& spirv,\n",
+     f"      {SHARE_MARK}\n"
+     '      .def("algorithm_like",\n'
+     "           &kp::Manager::algorithmLike,\n"
+     '           py::arg("like"),\n'
+     '           py::arg("tensors"),\n'
+     '           py::arg("workgroup") = kp::Workgroup())\n'
+     '      .def(\n        "algorithm",\n        [](kp::Manager& self,\n'
+     "           const std::vector<std::shared_ptr<kp::Tensor>>& tensors,\n"
+     "           const py::bytes& spirv,\n"),
+]
+
+PRUNE_MARK = "// pyfftgl: prune expired records"
+PRUNE_HEADER_EDITS = [
+    ("          this->mPhysicalDevice, this->mDevice, data, tensorType) };\n\n"
+     "        if (this->mManageResources) {\n",
+     "          this->mPhysicalDevice, this->mDevice, data, tensorType) };\n\n"
+     "        if (this->mManageResources) {\n            this->pruneRecords();\n"),
+    ("                                                       tensorType) };\n\n"
+     "        if (this->mManageResources) {\n",
+     "                                                       tensorType) };\n\n"
+     "        if (this->mManageResources) {\n            this->pruneRecords();\n"),
+    ("          pushConstants) };\n\n        if (this->mManageResources) {\n",
+     "          pushConstants) };\n\n        if (this->mManageResources) {\n"
+     "            this->pruneRecords();\n"),
+    ("    std::vector<std::weak_ptr<Algorithm>> mManagedAlgorithms;\n",
+     "    std::vector<std::weak_ptr<Algorithm>> mManagedAlgorithms;\n"
+     f"    {PRUNE_MARK} once they have doubled since the last pruning\n"
+     "    size_t mPruneAt = 256;\n"
+     "    void pruneRecords();\n"),
+]
+PRUNE_EDITS = [
+    ("    if (this->mManageResources) {\n        this->mManagedSequences.push_back(sq);\n",
+     "    if (this->mManageResources) {\n        this->pruneRecords();\n"
+     "        this->mManagedSequences.push_back(sq);\n"),
+    ("void\nManager::clear()\n",
+     f"{PRUNE_MARK}: amortised O(1) per object made\n"
+     "void\nManager::pruneRecords()\n{\n"
+     "    const auto records = [this] {\n"
+     "        return this->mManagedTensors.size() + this->mManagedAlgorithms.size() +\n"
+     "               this->mManagedSequences.size();\n"
+     "    };\n"
+     "    if (records() < this->mPruneAt)\n        return;\n"
+     "    this->clear();\n"
+     "    this->mPruneAt = 2 * records() + 256;\n}\n\n"
+     "void\nManager::clear()\n"),
+]
+
+GLOBAL_BARRIER_MARK = "// pyfftgl: one global barrier for no tensors"
+GLOBAL_BARRIER_EDITS = [
+    ("    KP_LOG_DEBUG(\"Kompute OpMemoryBarrier record called\");\n",
+     "    KP_LOG_DEBUG(\"Kompute OpMemoryBarrier record called\");\n\n"
+     f"    {GLOBAL_BARRIER_MARK}: covers every buffer\n"
+     "    if (this->mTensors.empty()) {\n"
+     "        const vk::MemoryBarrier memoryBarrier(this->mSrcAccessMask,\n"
+     "                                              this->mDstAccessMask);\n"
+     "        commandBuffer.pipelineBarrier(this->mSrcStageMask,\n"
+     "                                      this->mDstStageMask,\n"
+     "                                      vk::DependencyFlags(),\n"
+     "                                      memoryBarrier,\n"
+     "                                      nullptr,\n"
+     "                                      nullptr);\n"
+     "        return;\n    }\n"),
+]
+
+
 def _apply(path: Path, edits, done_when: str) -> None:
     text = path.read_text()
     if done_when in text:
@@ -206,6 +388,14 @@ def main(root: str) -> int:
     _apply(Path(root) / "python" / "src" / "main.cpp", STAMP_BINDING_EDITS, STAMP_MARK)
     _apply(Path(root) / "src" / "OpAlgoDispatch.cpp", DISPATCH_EDITS, DISPATCH_MARK)
     _apply(Path(root) / "src" / "Manager.cpp", FEATURES_EDITS, FEATURES_MARK)
+    inc = Path(root) / "src" / "include" / "kompute"
+    _apply(inc / "Algorithm.hpp", SHARE_HEADER_EDITS, SHARE_MARK)
+    _apply(Path(root) / "src" / "Algorithm.cpp", SHARE_EDITS, SHARE_MARK)
+    _apply(inc / "Manager.hpp", SHARE_MANAGER_EDITS, SHARE_MARK)
+    _apply(Path(root) / "python" / "src" / "main.cpp", SHARE_BINDING_EDITS, SHARE_MARK)
+    _apply(inc / "Manager.hpp", PRUNE_HEADER_EDITS, PRUNE_MARK)
+    _apply(Path(root) / "src" / "Manager.cpp", PRUNE_EDITS, PRUNE_MARK)
+    _apply(Path(root) / "src" / "OpMemoryBarrier.cpp", GLOBAL_BARRIER_EDITS, GLOBAL_BARRIER_MARK)
     return 0
 
 

@@ -37,12 +37,12 @@ _TRANSFER_RW = 0x800 | _TRANSFER_WRITE  # TRANSFER_READ | TRANSFER_WRITE
 _COMPUTE, _TRANSFER = 0x800, 0x1000  # COMPUTE_SHADER, TRANSFER stages
 
 
-def _after_dispatch(d: Dispatch, access: int, stage: int):
-    """A barrier after dispatch d: its shader writes made visible to `access` at `stage`, and
-    nothing at `stage` starts before d ends. Binding 1 is what every pyfftgl kernel writes; the
-    barrier's execution dependency covers everything recorded before it, whatever the buffer."""
+def _barrier(src_access: int, dst_access: int, src_stage: int, dst_stage: int):
+    """One global memory barrier (tools/kp_patch.py, 10: kp records one vkCmdPipelineBarrier
+    for an empty tensor list, where it records one per tensor otherwise): writes by `src_access`
+    at `src_stage` made visible to `dst_access` at `dst_stage`, in every buffer."""
     import kp
-    return kp.OpMemoryBarrier([d.buffers[1].tensor], _SHADER_WRITE, access, _COMPUTE, stage)
+    return kp.OpMemoryBarrier([], src_access, dst_access, src_stage, dst_stage)
 
 
 class VkBuffer(Buffer):
@@ -82,26 +82,23 @@ class VkSubmission(Submission):
             # before this one (left running by wait=False), before any dispatch of this one.
             if any(d.images for d in dispatches):
                 raise NotImplementedError("the Vulkan backend binds buffers only (images are GL's)")
-            tensors = list({id(b.tensor): b.tensor for d in dispatches
-                            for b in d.buffers}.values())
             # Transfers of earlier submissions end in a host wait (read, write, downloads), so a
             # submission that copies nothing itself only waits for earlier dispatches.
             moves = bool(uploads or copies_before)
-            self._ops.append(kp.OpMemoryBarrier(
-                tensors, _SHADER_WRITE | (_TRANSFER_WRITE if moves else 0), _SHADER_RW,
-                _COMPUTE | (_TRANSFER if moves else 0), _COMPUTE))
+            self._ops.append(_barrier(_SHADER_WRITE | (_TRANSFER_WRITE if moves else 0),
+                                      _SHADER_RW, _COMPUTE | (_TRANSFER if moves else 0),
+                                      _COMPUTE))
         first = len(self._ops)
         for i, d in enumerate(dispatches):
             if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
-                self._ops.append(_after_dispatch(dispatches[i - 1], _SHADER_RW, _COMPUTE))
+                self._ops.append(_barrier(_SHADER_WRITE, _SHADER_RW, _COMPUTE, _COMPUTE))
             self._ops.append(kp.OpAlgoDispatch(device._algorithm(d), d.push))
         self._timed_span = (first, len(self._ops))
         if dispatches and copies_after:
-            self._ops.append(_after_dispatch(dispatches[-1], _TRANSFER_RW, _TRANSFER))
+            self._ops.append(_barrier(_SHADER_WRITE, _TRANSFER_RW, _COMPUTE, _TRANSFER))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
         if copies_after:  # the next submission's dispatches wait for these copies
-            self._ops.append(kp.OpMemoryBarrier([b.tensor for _, b in copies_after],
-                                                _TRANSFER_WRITE, _SHADER_RW, _TRANSFER, _COMPUTE))
+            self._ops.append(_barrier(_TRANSFER_WRITE, _SHADER_RW, _TRANSFER, _COMPUTE))
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
         self._ring = []  # kp sequences of the plain ops, made as calls overlap
@@ -195,11 +192,12 @@ class VulkanDevice(Device):
             raise BackendUnavailable(
                 f"the Vulkan backend needs Kompute's `kp` module, which failed to import ({e}); "
                 "`make setup` builds kp 0.9.0 into .venv") from e
-        if not (hasattr(kp, "OpMemoryBarrier") and hasattr(kp.Sequence, "record_timestamp")):
+        if not (hasattr(kp, "OpMemoryBarrier") and hasattr(kp.Sequence, "record_timestamp")
+                and hasattr(kp.Manager, "algorithm_like")):
             raise BackendUnavailable(
-                "this `kp` lacks OpMemoryBarrier or Sequence.record_timestamp, which pyfftgl orders "
-                "and times its dispatches with: build it with tools/kp_patch.py applied (`make "
-                "setup` does)")
+                "this `kp` lacks OpMemoryBarrier, Sequence.record_timestamp or "
+                "Manager.algorithm_like, which pyfftgl orders, times and binds its dispatches "
+                "with: build it with tools/kp_patch.py applied (`make setup` does)")
         try:
             devices = _vkinfo.physical_devices()
         except OSError as e:
@@ -232,8 +230,12 @@ class VulkanDevice(Device):
         # Held by every call that submits, waits or touches host-visible memory: a Vulkan queue
         # and kp's sequences are not safe to use from two threads at once.
         self.lock = threading.RLock()
-        # kp binds tensors when it makes an algorithm (a pipeline and its descriptor set), so the
-        # binding of each (program, grid, buffers) is made once and kept while all of them live.
+        # kp binds tensors when it makes an algorithm, so each program has one base algorithm
+        # (its pipeline, bound to a placeholder) and each (program, grid, buffers) one algorithm
+        # sharing the base's pipeline (tools/kp_patch.py, 8), kept while all of them live.
+        self._bases: dict[int, object] = {}  # id of a program -> its base algorithm
+        self._placeholder = None  # the tensor bases bind: they never run, and keep no buffer alive
+        self.pipelines_made = 0  # kp pipelines made (one per program)
         self._algorithms: dict[tuple, object] = {}
         self._keys_of: dict[int, set] = {}  # id of a buffer or program -> its keys above
         self.live = {"buffers": 0, "bytes": 0}  # buffers made here and not yet collected
@@ -262,8 +264,15 @@ class VulkanDevice(Device):
         return obj
 
     def _forget(self, ident: int, nbytes: int | None = None):
+        self._bases.pop(ident, None)  # its sharers keep its pipeline alive (kp_patch.py, 8)
         for key in self._keys_of.pop(ident, ()):
             self._algorithms.pop(key, None)
+            for other in (key[0],) + key[2]:  # the key is gone from its other objects' sets too
+                keys = self._keys_of.get(other)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._keys_of[other]
         if nbytes is not None:
             self.live["buffers"] -= 1
             self.live["bytes"] -= nbytes
@@ -273,13 +282,28 @@ class VulkanDevice(Device):
         key = (id(d.program), tuple(d.groups), tuple(id(b) for b in d.buffers))
         algo = self._algorithms.get(key)
         if algo is None:
-            push = np.zeros(max(1, len(d.program.push_names)), np.uint32)
-            algo = self._mgr.algorithm([b.tensor for b in d.buffers], d.program.spirv,
-                                       list(d.groups), np.zeros(0, np.uint32), push)
+            algo = self._mgr.algorithm_like(self._base(d.program, len(d.buffers)),
+                                            [b.tensor for b in d.buffers], list(d.groups))
             self._algorithms[key] = algo
             for ident in (key[0],) + key[2]:
                 self._keys_of.setdefault(ident, set()).add(key)
         return algo
+
+    def _base(self, program: VkProgram, n_buffers: int):
+        """The algorithm that owns program's pipeline: it binds the placeholder tensor at each
+        of its n_buffers bindings and is never dispatched."""
+        import kp
+        base = self._bases.get(id(program))
+        if base is None:
+            if self._placeholder is None:
+                self._placeholder = self._mgr.tensor_t(np.zeros(1, np.float32),
+                                                       kp.TensorTypes.storage)
+            push = np.zeros(max(1, len(program.push_names)), np.uint32)
+            base = self._mgr.algorithm([self._placeholder] * n_buffers, program.spirv, [1, 1, 1],
+                                       np.zeros(0, np.uint32), push)
+            self._bases[id(program)] = base
+            self.pipelines_made += 1
+        return base
 
     def buffer(self, nbytes, data=None, device_only=False):
         with self.lock:
@@ -373,8 +397,8 @@ class VulkanDevice(Device):
         self.finish()
         tensor = buf.tensor
         # Submissions end without a barrier of their own: make their writes visible here.
-        ops = [kp.OpMemoryBarrier([buf.tensor], _SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW,
-                                  _COMPUTE | _TRANSFER, _TRANSFER)]
+        ops = [_barrier(_SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW, _COMPUTE | _TRANSFER,
+                        _TRANSFER)]
         if buf.device_only:
             tensor = self._staging_for(buf)
             ops.append(kp.OpTensorCopy([buf.tensor, tensor]))
