@@ -45,6 +45,9 @@ def _barrier(src_access: int, dst_access: int, src_stage: int, dst_stage: int):
     return kp.OpMemoryBarrier([], src_access, dst_access, src_stage, dst_stage)
 
 
+KP_MAX_BYTES = 4 * (2**32 - 1)
+
+
 class VkBuffer(Buffer):
     def __init__(self, tensor, nbytes: int, device_only: bool = False):
         self.tensor = tensor
@@ -306,6 +309,9 @@ class VulkanDevice(Device):
         return base
 
     def buffer(self, nbytes, data=None, device_only=False):
+        if nbytes > KP_MAX_BYTES:  # kp counts a tensor's floats in 32 bits, and wraps silently
+            raise MemoryError(f"the Vulkan device could not allocate a buffer of {nbytes} bytes "
+                              f"(the largest buffer kp makes is {KP_MAX_BYTES} bytes)")
         with self.lock:
             try:
                 return self._buffer(nbytes, data, device_only)

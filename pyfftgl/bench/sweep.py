@@ -35,6 +35,9 @@ def _commit() -> str | None:
 def progress(items, desc):
     try:
         from tqdm import tqdm
+        # No monitor thread: a second thread makes every GL call fence (backends/gl.py), and the
+        # loops time what a single-threaded program gets.
+        tqdm.monitor_interval = 0
         return tqdm(items, desc=desc, leave=False)
     except ImportError:
         return items
