@@ -235,3 +235,22 @@ def test_gl_only_thread_fences_nothing_until_it_starts_another():
     assert state["threads"] == 1 and state["unfenced"] and not state["fence"]
     assert state["fenced_at_start"]
     assert state["rel_err"] < 1e-6
+
+
+def test_gl_many_short_lived_threads():
+    """Thread after thread, each with its first call on a context of its own that goes away with
+    it: every result right, and the threads' calls ordered after the ones before them."""
+    x = np.random.default_rng(2).standard_normal((4, 40)).astype(np.complex64)
+    d = pyfftgl.asarray(x, backend="gl")
+    o = pyfftgl.asarray(np.zeros_like(x), backend="gl")
+    p = pyfftgl.plan(x.shape, np.complex64, kind="fft", backend="gl")
+    ref = np.fft.fft(x.astype(np.complex128))
+    for k in range(30):
+        if k % 2:
+            _in_thread(lambda: p(d, out=o))
+            assert_accurate(o.get(), ref, 40)
+        else:
+            p(pyfftgl.asarray(np.zeros_like(x), backend="gl"), out=o)
+            got = _in_thread(o.get)
+            assert not got.any()
+    p.close()

@@ -136,12 +136,13 @@ class _ThreadContext:
         self.dev, self.handle, self.owned = dev, handle, owned
 
     def __del__(self):
+        # No device lock: only this thread uses this context, and a daemon thread stopped at
+        # exit inside a call would hold the lock for good.
         dev = self.dev
-        with dev._lock:
-            if dev._egl.context() == self.handle:
-                dev._egl.make_current(dev._display, None)
-            if self.owned:
-                dev._egl.destroy(dev._display, self.handle)
+        if dev._egl.context() == self.handle:
+            dev._egl.make_current(dev._display, None)
+        if self.owned:
+            dev._egl.destroy(dev._display, self.handle)
 
 
 class _Current:
