@@ -129,12 +129,13 @@ def cases_for(size: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
 
 
 def run(backend=None, size: int = 1 << 16, seed: int = 0, echo=print,
-        tol: float = TOLERANCE) -> list[Check]:
-    """Every check on `backend` for cases_for(size); echoes each with its error."""
+        tol: float = TOLERANCE, cases=None) -> list[Check]:
+    """Every check on `backend` for cases_for(size) (or these (shape, axes) `cases`); echoes each
+    with its error."""
     import pyfftgl
     rng = np.random.default_rng(seed)
     checks = []
-    for shape, axes in cases_for(size):
+    for shape, axes in cases_for(size) if cases is None else cases:
         for f in (pyfftgl.fftn, pyfftgl.ifftn):
             checks += _echo(complex_checks(
                 lambda a, f=f: f(a, axes=axes, backend=backend), shape, axes,

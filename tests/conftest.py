@@ -22,7 +22,7 @@ QUICK_MODULES = ("test_planner.py", "test_tables.py", "test_validate.py")
 
 # Modules whose tests compile hundreds of kernels run first, so that the two pytest workers do
 # not end on one of them while the other sits idle.
-HEAVY_MODULES = ("test_sizes.py", "test_tuning.py")
+HEAVY_MODULES = ("test_sizes.py", "test_tuning.py", "test_selftest.py")
 
 
 def pytest_collection_modifyitems(items):

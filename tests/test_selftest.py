@@ -11,6 +11,8 @@ import pytest
 from pyfftgl import selftest
 from pyfftgl.__main__ import main
 
+from conftest import share
+
 
 def _numpy_fftn(a, axes):
     return np.fft.fftn(a.astype(np.complex128), axes=axes)
@@ -70,6 +72,17 @@ def test_command_passes_on_both_backends(capsys):
     for api in ("vulkan", "gl"):
         assert f"{api}:" in text and f"{api}: 83/83 checks pass" in text
     assert "device" in text and "rel Linf" in text and "FAIL" not in text
+
+
+def test_checks_pass_on_the_drivers_at_2_20_elements(backend):
+    """The checks at 2^20 elements per array on the software drivers, each case on one of them
+    (conftest.share): both drivers run arrays of 2^20 elements."""
+    cases = share(selftest.cases_for(1 << 20), backend)
+    assert any(np.prod(shape) >= 1 << 20 for shape, _ in cases)
+    checks = selftest.run(backend, cases=cases, echo=lambda line: None)
+    assert len(checks) >= 10 * len(cases)
+    worst = max(checks, key=lambda c: c.error)
+    assert all(c.ok() for c in checks), f"{worst.transform} {worst.name}: rel Linf {worst.error:.2e}"
 
 
 def test_command_fails_when_a_check_fails():
