@@ -209,7 +209,10 @@ def _fence_before_new_threads(event: str, _args) -> None:
     if event in ("_thread.start_new_thread", "_thread.start_joinable_thread"):
         for dev in list(_OWN_DEVICES):
             if dev._unfenced:
-                dev.fence_pending()
+                try:
+                    dev.fence_pending()
+                except Exception:  # an audit hook that raises would stop the thread's start
+                    pass
 
 
 sys.addaudithook(_fence_before_new_threads)
