@@ -20,8 +20,8 @@ EPS32 = float(np.finfo(np.float32).eps)
 QUICK_MODULES = ("test_planner.py", "test_tables.py", "test_validate.py")
 
 
-# Modules whose tests compile hundreds of kernels run first, so that the two pytest workers do
-# not end on one of them while the other sits idle.
+# Modules of long tests (hundreds of kernels, or arrays of 2^20 elements) run first, so that the
+# two pytest workers do not end on one of them while the other sits idle.
 HEAVY_MODULES = ("test_sizes.py", "test_tuning.py", "test_selftest.py")
 
 

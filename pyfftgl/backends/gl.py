@@ -218,15 +218,16 @@ def _fence_before_new_threads(event: str, _args) -> None:
 sys.addaudithook(_fence_before_new_threads)
 
 
-def _shared_memory_size() -> int:
-    """glGetIntegerv(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE): ModernGL's ctx.info leaves it out."""
+def _gl_integer(pname: int) -> int:
+    """glGetIntegerv(pname) on the current context, for what ModernGL's ctx.info leaves out; 0
+    where there is no entry point."""
     try:
         get = gl_proc("glGetIntegerv", None, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32))
     except OSError:
-        return GL_SHARED_MEMORY_MINIMUM
+        return 0
     value = ctypes.c_int32(0)
-    get(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE, ctypes.byref(value))
-    return max(value.value, GL_SHARED_MEMORY_MINIMUM)
+    get(pname, ctypes.byref(value))
+    return value.value
 
 
 class GLBuffer(Buffer):
@@ -410,7 +411,8 @@ class GLDevice(Device):
             driver=f"{gi['GL_VENDOR']} {gi['GL_VERSION']}",
             api_version=f"{ctx.version_code // 100}.{ctx.version_code % 100 // 10}",
             limits=Limits(
-                max_shared_bytes=_shared_memory_size(),
+                max_shared_bytes=max(_gl_integer(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE),
+                                     GL_SHARED_MEMORY_MINIMUM),
                 max_invocations=gi["GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS"],
                 max_group_size=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_SIZE"]),
                 max_group_count=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_COUNT"]),
@@ -599,12 +601,9 @@ class GLDevice(Device):
         if self._memory is None:
             self._memory = 1 << 62
             if "GL_NVX_gpu_memory_info" in self.ctx.extensions:
-                get = gl_proc("glGetIntegerv", None, ctypes.c_uint32,
-                              ctypes.POINTER(ctypes.c_int32))
-                kib = ctypes.c_int32(0)
-                get(0x9048, ctypes.byref(kib))  # GPU_MEMORY_INFO_TOTAL_AVAILABLE_MEMORY_NVX
-                if kib.value > 0:
-                    self._memory = kib.value * 1024
+                kib = _gl_integer(0x9048)  # GPU_MEMORY_INFO_TOTAL_AVAILABLE_MEMORY_NVX
+                if kib > 0:
+                    self._memory = kib * 1024
         return self._memory
 
     def image(self, width: int, height: int, fmt: str) -> GLImage:
