@@ -54,6 +54,13 @@
    masks) in one vkCmdPipelineBarrier, where kp recorded one buffer barrier per tensor and none
    for an empty list: one call orders everything a submission's dispatches touch.
 
+11. Several sequences in one submission. Sequence.eval_async_after(before) submits the command
+   buffers of `before`, then its own, in one vkQueueSubmit that signals its own fence (the caller
+   waits for all of them through it), and Sequence.is_done() reads that fence without waiting.
+   On NVIDIA's driver each submission left the GPU idle for about 5 us (H100: fft2 1024^2 ran
+   21.3 us per call submitted one by one, 16.8 with four calls in a submission, for 15.8 us of
+   GPU work), so pyfftgl/backends/vulkan.py submits the calls made while the GPU is busy together.
+
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
 """
@@ -367,6 +374,62 @@ GLOBAL_BARRIER_EDITS = [
 ]
 
 
+BATCH_MARK = "// pyfftgl: batched submission"
+BATCH_HEADER_EDITS = [
+    ("    bool isRunning() const;\n",
+     "    bool isRunning() const;\n\n"
+     f"    {BATCH_MARK}\n"
+     "    // Submit before's command buffers, then this one's, in one vkQueueSubmit signalling this\n"
+     "    // Sequence's fence. before are not marked running: their work is done when this is.\n"
+     "    std::shared_ptr<Sequence> evalAsyncAfter(\n"
+     "      const std::vector<std::shared_ptr<Sequence>>& before);\n"
+     "    // Whether the last evalAsync's work has finished (its fence signalled), without waiting.\n"
+     "    bool isDone() const;\n"),
+]
+BATCH_EDITS = [
+    ("bool\nSequence::isRunning() const\n",
+     f"{BATCH_MARK}\n"
+     "std::shared_ptr<Sequence>\n"
+     "Sequence::evalAsyncAfter(const std::vector<std::shared_ptr<Sequence>>& before)\n{\n"
+     "    std::vector<vk::CommandBuffer> buffers;\n"
+     "    for (const auto& s : before) {\n"
+     "        if (s->mIsRunning) {\n"
+     "            throw std::runtime_error(\n"
+     "              \"Kompute Sequence evalAsyncAfter: a sequence before it is running\");\n"
+     "        }\n"
+     "        if (s->isRecording()) {\n            s->end();\n        }\n"
+     "        for (auto& op : s->mOperations) {\n"
+     "            op->preEval(*s->mCommandBuffer);\n        }\n"
+     "        buffers.push_back(*s->mCommandBuffer);\n    }\n"
+     "    if (this->isRecording()) {\n        this->end();\n    }\n"
+     "    if (this->mIsRunning) {\n"
+     "        throw std::runtime_error(\n"
+     "          \"Kompute Sequence evalAsyncAfter called when an eval async was \"\n"
+     "          \"called without successful wait\");\n    }\n"
+     "    for (auto& op : this->mOperations) {\n"
+     "        op->preEval(*this->mCommandBuffer);\n    }\n"
+     "    buffers.push_back(*this->mCommandBuffer);\n"
+     "    if (!this->mFence) {\n"
+     "        this->mFence = this->mDevice->createFence(vk::FenceCreateInfo());\n    }\n"
+     "    vk::SubmitInfo submitInfo(\n"
+     "      0, nullptr, nullptr, static_cast<uint32_t>(buffers.size()), buffers.data());\n"
+     "    this->mComputeQueue->submit(1, &submitInfo, this->mFence);\n"
+     "    this->mIsRunning = true;\n"
+     "    return shared_from_this();\n}\n\n"
+     "bool\nSequence::isDone() const\n{\n"
+     "    return !this->mIsRunning || !this->mFence ||\n"
+     "           this->mDevice->getFenceStatus(this->mFence) != vk::Result::eNotReady;\n}\n\n"
+     "bool\nSequence::isRunning() const\n"),
+]
+BATCH_BINDING_EDITS = [
+    ('      .def("is_init", &kp::Sequence::isInit, DOC(kp, Sequence, isInit))\n',
+     '      .def("is_init", &kp::Sequence::isInit, DOC(kp, Sequence, isInit))\n'
+     f"      {BATCH_MARK}\n"
+     '      .def("eval_async_after", &kp::Sequence::evalAsyncAfter, py::arg("before"))\n'
+     '      .def("is_done", &kp::Sequence::isDone)\n'),
+]
+
+
 def _apply(path: Path, edits, done_when: str) -> None:
     text = path.read_text()
     if done_when in text:
@@ -396,6 +459,9 @@ def main(root: str) -> int:
     _apply(inc / "Manager.hpp", PRUNE_HEADER_EDITS, PRUNE_MARK)
     _apply(Path(root) / "src" / "Manager.cpp", PRUNE_EDITS, PRUNE_MARK)
     _apply(Path(root) / "src" / "OpMemoryBarrier.cpp", GLOBAL_BARRIER_EDITS, GLOBAL_BARRIER_MARK)
+    _apply(inc / "Sequence.hpp", BATCH_HEADER_EDITS, BATCH_MARK)
+    _apply(Path(root) / "src" / "Sequence.cpp", BATCH_EDITS, BATCH_MARK)
+    _apply(Path(root) / "python" / "src" / "main.cpp", BATCH_BINDING_EDITS, BATCH_MARK)
     return 0
 
 

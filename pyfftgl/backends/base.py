@@ -177,6 +177,13 @@ class Device(abc.ABC):
         """Wait until the device has done all work submitted so far."""
 
     @abc.abstractmethod
+    def flush(self) -> None:
+        """Start all work queued so far without waiting for it: Vulkan submits the calls it
+        holds back while the GPU is busy, GL flushes its command buffer. Work starts by itself
+        at the next call or host wait; a program that computes on the CPU in between flushes
+        to overlap the two."""
+
+    @abc.abstractmethod
     def record(self, dispatches: Sequence[Dispatch], *, uploads: Sequence[Buffer] = (),
                downloads: Sequence[Buffer] = (), copies_before: Sequence[tuple] = (),
                copies_after: Sequence[tuple] = ()) -> Submission:

@@ -671,6 +671,11 @@ class GLDevice(Device):
             self.ctx.finish()
             self.check_errors("running the work submitted")
 
+    def flush(self):
+        self.check_usable()
+        with self.current():
+            gl_proc("glFlush", None)()
+
     def check_errors(self, what: str) -> None:
         """Raise the DeviceError of what the driver reported about the work since the last check
         (GL errors come back only when asked, so at the points where the host waits anyway). A

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Sequence
 
 import numpy as np
@@ -63,9 +63,11 @@ class VkProgram(Program):
 
 class VkSubmission(Submission):
     """The ops recorded into up to RING kp sequences, replayed in turn: a sequence cannot be
-    submitted again while it runs, so one sequence would make each call wait for the previous."""
+    submitted again while it runs, so one sequence would make each call wait for the previous.
+    The device submits the replays (VulkanDevice.queue); twice its HOLD, so that one batch of
+    a loop's calls runs while the next is gathered."""
 
-    RING = 4
+    RING = 16
 
     def __init__(self, device: "VulkanDevice", dispatches: Sequence[Dispatch],
                  uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer],
@@ -105,8 +107,7 @@ class VkSubmission(Submission):
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
         self._ring = []  # kp sequences of the plain ops, made as calls overlap
-        self._running = []  # indices into _ring submitted and not yet waited for, oldest first
-        self._next = 0
+        self.busy = {}  # ring slots queued on the device and not yet waited for, oldest first
         self._timed = None
 
     def _make_sequence(self, timed: bool = False):
@@ -133,10 +134,11 @@ class VkSubmission(Submission):
                 raise dev.failure("running a submission", e) from e
 
     def _run(self, inputs, timed, wait):
+        dev = self._device
         if inputs or self._downloads or timed:
-            # Host data in or out: its staging memory is shared by every replay, so the ones
-            # still running finish first.
-            self.finish()
+            # Host data in or out: its staging memory is shared by every replay, so the calls
+            # before this one finish first.
+            dev.wait_all()
         for buf, data in zip(self._uploads, inputs):
             self._device.write(buf, data, sync=False)
         if timed:
@@ -145,44 +147,21 @@ class VkSubmission(Submission):
             self._timed.eval()
             ts = self._timed.get_timestamps()  # recording began, before and after the dispatches
             return (ts[2] - ts[1]) * self._device._timestamp_period
-        i = self._next
-        self._next = (i + 1) % self.RING
-        if i in self._running:  # RING calls behind: the GPU has a full queue, so wait here
-            self._await(i)
+        i = next((j for j in range(len(self._ring)) if j not in self.busy), len(self._ring))
+        if i == self.RING:  # RING calls behind: the GPU has a full queue, so wait here
+            i = next(iter(self.busy))
+            dev.wait_for(self, i)
         if i == len(self._ring):
             self._ring.append(self._make_sequence())
+        self.busy[i] = None
+        dev.queue(self, i)
         if wait:
-            self._ring[i].eval()
-            return None
-        self._ring[i].eval_async()
-        self._running.append(i)
-        self._device._pending.add(self)
+            dev.wait_for(self, i)
         return None
-
-    def _await(self, i: int):
-        """Wait for the replay in ring slot i, and for every replay submitted before it."""
-        while self._running:
-            j = self._running.pop(0)
-            self._ring[j].eval_await()
-            if j == i:
-                break
-        if not self._running:
-            self._device._pending.discard(self)
-
-    def finish(self):
-        """Wait for every replay left running by run(wait=False)."""
-        with self._device.lock:
-            if self._running:
-                try:
-                    self._await(self._running[-1])
-                except RuntimeError as e:
-                    self._running.clear()  # nothing of a failed wait is waited for again
-                    self._device._pending.discard(self)
-                    raise self._device.failure("waiting for a submission", e) from e
 
     def result(self, i=0):
         with self._device.lock:
-            self.finish()
+            self._device.finish()
             buf = self._downloads[i]
             return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
 
@@ -196,11 +175,13 @@ class VulkanDevice(Device):
                 f"the Vulkan backend needs Kompute's `kp` module, which failed to import ({e}); "
                 "`make setup` builds kp 0.9.0 into .venv") from e
         if not (hasattr(kp, "OpMemoryBarrier") and hasattr(kp.Sequence, "record_timestamp")
-                and hasattr(kp.Manager, "algorithm_like")):
+                and hasattr(kp.Manager, "algorithm_like")
+                and hasattr(kp.Sequence, "eval_async_after")):
             raise BackendUnavailable(
-                "this `kp` lacks OpMemoryBarrier, Sequence.record_timestamp or "
-                "Manager.algorithm_like, which pyfftgl orders, times and binds its dispatches "
-                "with: build it with tools/kp_patch.py applied (`make setup` does)")
+                "this `kp` lacks OpMemoryBarrier, Sequence.record_timestamp, "
+                "Manager.algorithm_like or Sequence.eval_async_after, which pyfftgl orders, "
+                "times, binds and submits its dispatches with: build it with tools/kp_patch.py "
+                "applied (`make setup` does)")
         try:
             devices = _vkinfo.physical_devices()
         except OSError as e:
@@ -229,7 +210,9 @@ class VulkanDevice(Device):
             is_software=props["device_type"] == "cpu",
             float64=props["shader_float64"],
         )
-        self._pending: set[VkSubmission] = set()  # run with wait=False, not yet waited for
+        self._held: list[tuple[VkSubmission, int]] = []  # calls queued, not yet submitted
+        self.submissions = 0  # vkQueueSubmit calls made for calls queued (queue())
+        self._batches: deque = deque()  # (sequence whose fence ends it, its calls), oldest first
         # Held by every call that submits, waits or touches host-visible memory: a Vulkan queue
         # and kp's sequences are not safe to use from two threads at once.
         self.lock = threading.RLock()
@@ -248,11 +231,60 @@ class VulkanDevice(Device):
         self._transfers = None
         self._staging: OrderedDict = OrderedDict()
 
+    # Calls held back at most, while the GPU is busy, before they are submitted together.
+    HOLD = 8
+
+    def queue(self, sub: VkSubmission, i: int) -> None:
+        """Submit ring slot i of `sub`: at once where the GPU has run all it was given, else
+        held and submitted with the calls after it when HOLD are held, a call finds the GPU
+        done, or the host waits or flushes. Each submission costs NVIDIA's GPU about 5 us idle
+        (kp_patch.py, 11), which back-to-back calls of a few microseconds each would pay."""
+        self._held.append((sub, i))
+        if len(self._held) >= self.HOLD or not self._batches or self._batches[-1][0].is_done():
+            self.flush()
+
+    def flush(self):
+        """Submit the calls held back, in one submission, without waiting for them."""
+        with self.lock:
+            if self._held:
+                calls, self._held = self._held, []
+                seqs = [sub._ring[i] for sub, i in calls]
+                try:
+                    seqs[-1].eval_async_after(seqs[:-1])
+                except RuntimeError as e:
+                    for sub, i in calls:
+                        sub.busy.pop(i, None)
+                    raise self.failure("submitting work", e) from e
+                self._batches.append((seqs[-1], calls))
+                self.submissions += 1
+
+    def wait_for(self, sub: VkSubmission, i: int) -> None:
+        """Wait until ring slot i of `sub` has run, and everything submitted before it."""
+        if (sub, i) in self._held:
+            self.flush()
+        while self._batches:
+            seq, calls = self._batches.popleft()
+            try:
+                seq.eval_await()
+            except RuntimeError as e:
+                raise self.failure("waiting for a submission", e) from e
+            finally:  # nothing of a failed wait is waited for again
+                for s, j in calls:
+                    s.busy.pop(j, None)
+            if (sub, i) in calls:
+                return
+
+    def wait_all(self) -> None:
+        """Submit what is held and wait for everything submitted."""
+        self.flush()
+        while self._batches:
+            last = self._batches[-1][1][-1]
+            self.wait_for(*last)
+
     def finish(self):
         """Wait for every submission still running (before the host reads or writes memory)."""
         with self.lock:
-            for sub in list(self._pending):
-                sub.finish()
+            self.wait_all()
 
     def program(self, source, push_names=()):
         return self._track(VkProgram(shaders.compile_spirv(source), tuple(push_names)))
