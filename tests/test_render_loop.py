@@ -77,12 +77,12 @@ def test_calls_in_flight_stay_ordered(backend):
     inv = pyfftgl.plan(x.shape, np.complex64, kind="ifft2", backend=backend)
     a = pyfftgl.asarray(x, backend=backend)
     b = pyfftgl.asarray(np.zeros_like(x), backend=backend)
-    for _ in range(17):  # more than the calls a plan keeps in flight (VkSubmission.RING)
+    for _ in range(33):  # more than the calls a plan keeps in flight (VkSubmission.RING)
         fwd(a, out=b)
         inv(b, out=a)
     get_device(backend).flush()  # starts them; the reads below wait
-    assert_accurate(a.get(), x, x.size, factor=17 * 1.5)
-    assert_accurate(b.get(), np.fft.fft2(x.astype(np.complex128)), x.size, factor=17 * 1.5)
+    assert_accurate(a.get(), x, x.size, factor=33 * 1.5)
+    assert_accurate(b.get(), np.fft.fft2(x.astype(np.complex128)), x.size, factor=33 * 1.5)
 
 
 def _storage(buf) -> tuple[int, int]:

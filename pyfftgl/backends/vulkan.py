@@ -67,7 +67,7 @@ class VkSubmission(Submission):
     The device submits the replays (VulkanDevice.queue); twice its HOLD, so that one batch of
     a loop's calls runs while the next is gathered."""
 
-    RING = 16
+    RING = 32
 
     def __init__(self, device: "VulkanDevice", dispatches: Sequence[Dispatch],
                  uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer],
@@ -232,7 +232,7 @@ class VulkanDevice(Device):
         self._staging: OrderedDict = OrderedDict()
 
     # Calls held back at most, while the GPU is busy, before they are submitted together.
-    HOLD = 8
+    HOLD = 16
 
     def queue(self, sub: VkSubmission, i: int) -> None:
         """Submit ring slot i of `sub`: at once where the GPU has run all it was given, else
