@@ -105,7 +105,8 @@ class Submission(abc.ABC):
 
     Dispatches run in order with a storage barrier between consecutive ones. Replays queue behind
     each other without the host waiting for the earlier ones (several in flight); the host waits
-    only when it reads (Device.read, Submission.result) or calls Device.finish.
+    only when it reads (Device.read, Submission.result) or calls Device.finish. A queued replay
+    may be held until the next replay or wait (Device.flush starts it).
     """
 
     @abc.abstractmethod
