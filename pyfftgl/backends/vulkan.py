@@ -240,7 +240,10 @@ class VulkanDevice(Device):
         done, or the host waits or flushes. Each submission costs NVIDIA's GPU about 5 us idle
         (kp_patch.py, 11), which back-to-back calls of a few microseconds each would pay."""
         self._held.append((sub, i))
-        if len(self._held) >= self.HOLD or not self._batches or self._batches[-1][0].is_done():
+        idle = not self._batches or self._batches[-1][0].is_done()
+        if idle and self._batches:  # all done: free their ring slots (no wait)
+            self.wait_for(*self._batches[-1][1][-1])
+        if idle or len(self._held) >= self.HOLD:
             self.flush()
 
     def flush(self):
