@@ -478,15 +478,19 @@ class GLDevice(Device):
             raise RuntimeError("the GL context is current on another thread: call "
                                "pyfftgl on that thread, or release it there first")
 
-    def _fence_here(self):
-        """A flushed fence after this call's commands, for a call on another context to wait on."""
+    def _sync_procs(self) -> tuple:
+        """(glFenceSync, glWaitSync, glDeleteSync, glFlush), looked up once."""
         if self._sync is None:
             self._sync = (gl_proc("glFenceSync", ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32),
                           gl_proc("glWaitSync", None, ctypes.c_void_p, ctypes.c_uint32,
                                   ctypes.c_uint64),
                           gl_proc("glDeleteSync", None, ctypes.c_void_p),
                           gl_proc("glFlush", None))
-        fence_sync, _, delete, flush = self._sync
+        return self._sync
+
+    def _fence_here(self):
+        """A flushed fence after this call's commands, for a call on another context to wait on."""
+        fence_sync, _, delete, flush = self._sync_procs()
         fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
         flush()
         if self._fence is not None:
@@ -674,7 +678,7 @@ class GLDevice(Device):
     def flush(self):
         self.check_usable()
         with self.current():
-            gl_proc("glFlush", None)()
+            self._sync_procs()[3]()
 
     def check_errors(self, what: str) -> None:
         """Raise the DeviceError of what the driver reported about the work since the last check

@@ -140,7 +140,7 @@ class VkSubmission(Submission):
             # before this one finish first.
             dev.wait_all()
         for buf, data in zip(self._uploads, inputs):
-            self._device.write(buf, data, sync=False)
+            dev.write(buf, data, sync=False)
         if timed:
             if self._timed is None:
                 self._timed = self._make_sequence(timed=True)
@@ -241,8 +241,8 @@ class VulkanDevice(Device):
         (kp_patch.py, 11), which back-to-back calls of a few microseconds each would pay."""
         self._held.append((sub, i))
         idle = not self._batches or self._batches[-1][0].is_done()
-        if idle and self._batches:  # all done: free their ring slots (no wait)
-            self.wait_for(*self._batches[-1][1][-1])
+        if idle:  # all done: free their ring slots (no wait)
+            self._await_batches()
         if idle or len(self._held) >= self.HOLD:
             self.flush()
 
@@ -277,12 +277,15 @@ class VulkanDevice(Device):
             if (sub, i) in calls:
                 return
 
+    def _await_batches(self) -> None:
+        """Wait for every submitted batch: through the last one's last call."""
+        if self._batches:
+            self.wait_for(*self._batches[-1][1][-1])
+
     def wait_all(self) -> None:
         """Submit what is held and wait for everything submitted."""
         self.flush()
-        while self._batches:
-            last = self._batches[-1][1][-1]
-            self.wait_for(*last)
+        self._await_batches()
 
     def finish(self):
         """Wait for every submission still running (before the host reads or writes memory)."""

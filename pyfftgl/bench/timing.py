@@ -64,7 +64,7 @@ def _copy_submission(device, src, dst, count: int):
                                    np.array([count, base, 0, 0, 0, 0], np.uint32), (src, dst))
                           for base, gx, gy in planner.split_groups(
                               max(1, -(-count // 256)), device.info.limits.max_group_count,
-                              max(1, planner.compose.DISPATCH_BYTES // (256 * 2 * 16)))])
+                              planner.groups_per_dispatch(256 * 2 * 16))])
 
 
 def timed(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.3,

@@ -14,8 +14,8 @@ Every name other modules use is importable from here.
 from .abi import (COMPLEX64_BYTES, FLOAT_BYTES, FOURSTEP_LO_LEN, MAX_WORKGROUP_INVOCATIONS,
                   PUSH_NAMES, REALFFT_GROUP)
 from .compose import (AxisView, TransformSpec, _blocked_pair, _chain, _chunk_units, _fusable,
-                      _unpack_shape, _wider, assign_buffers, dispatch_grids, norm_scale, plan_c2c,
-                      plan_fft, plan_steps, split_groups, tighter)
+                      _unpack_shape, _wider, assign_buffers, dispatch_grids, groups_per_dispatch,
+                      norm_scale, plan_c2c, plan_fft, plan_steps, split_groups, tighter)
 from .factors import (_axis_factors, _balanced, _fast_factors, _line_pass, _narrow_strided,
                       _tiled_pass, _untiled_axis, _untiled_fits, _wide_tiles, smooth_length,
                       stockham_pass)

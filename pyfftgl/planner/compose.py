@@ -465,6 +465,10 @@ def dispatch_grids(p, units: int, limits: Limits, element_bytes: int = COMPLEX64
     """The (base, gx, gy) dispatches of pass p over `units` chunk units, inside the device's
     count limits and DISPATCH_BYTES of estimated traffic each (p.values_per_group() values of
     `element_bytes`: the plan's element with all its fields)."""
-    per_group = p.values_per_group() * element_bytes
     return split_groups(p.groups(units), limits.max_group_count,
-                        max(1, DISPATCH_BYTES // per_group))
+                        groups_per_dispatch(p.values_per_group() * element_bytes))
+
+
+def groups_per_dispatch(bytes_per_group: int) -> int:
+    """Workgroups one dispatch may run within DISPATCH_BYTES, each moving `bytes_per_group`."""
+    return max(1, DISPATCH_BYTES // bytes_per_group)
