@@ -78,6 +78,14 @@
 // (see butterfly), else from the line left in shared memory by the last stage. REAL_PACK = n:
 // the reverse, applied as each input element is loaded (realfft.comp's PACK, fused). REAL_TW:
 // exp(-2 pi i m / n) in the tables.
+// REAL_ROWS = R (with REAL_UNPACK or REAL_PACK on rows of R-row images): the 2D real transform
+// whose column axis runs on the half-length complex view (before the rows' unpack, after the
+// rows' pack), so bin (r, k) pairs with (R - r, N - k), rows mod R, instead of (r, N - k). The
+// unpack needs both rows in a workgroup: its two lines are rows r and R - r (r = 0 with R / 2,
+// each its own partner).
+#if defined(REAL_ROWS) && defined(REAL_UNPACK) && (LINES != 2 || UNPACK_REGS)
+#error "REAL_ROWS unpacks a workgroup's two lines, from shared memory"
+#endif
 #ifndef UNPACK_REGS
 #define UNPACK_REGS 0
 #endif
@@ -213,7 +221,21 @@ uint first_line;  // the workgroup's first line
 
 struct LineAddr { uint d0; uint d1; uint d2; uint batch; };
 
+#ifdef REAL_ROWS
+// Row r's partner row R - r of the same image (row = image R + r: contiguous lines).
+uint partner_row(uint row) {
+    uint r = row % REAL_ROWS;
+    return row - r + (REAL_ROWS - r) % REAL_ROWS;
+}
+#endif
+
 LineAddr line_addr(uint line) {
+#if defined(REAL_ROWS) && defined(REAL_UNPACK)
+    // The workgroup's lines 2w and 2w + 1 are rows w and R - w of an image (0 and R / 2 for w = 0).
+    const uint h = REAL_ROWS / 2u;
+    uint w = line / 2u % h, row = line % 2u == 0u ? w : (w == 0u ? h : REAL_ROWS - w);
+    line = line - line % REAL_ROWS + row;
+#endif
     LineAddr a;
     a.d0 = line % LINE_D0;
     line /= LINE_D0;
@@ -243,9 +265,24 @@ CPLX load(uint line, uint i) {
     // imaginary parts of the DC and Nyquist bins are ignored, as numpy does.
     const uint h = REAL_PACK / 2u;
     uint base = IN_ADDR(a, 0u);
+#ifdef REAL_ROWS
+    // numpy drops the imaginary parts of each row's DC and Nyquist bins after the columns'
+    // inverse: here, before it, that is the columns' Hermitian parts of those two bins.
+    LineAddr pa = a;
+    pa.batch = partner_row(a.batch);
+    uint pbase = IN_ADDR(pa, 0u);
+    VEC2 p = SRC(base + i), q = SRC(pbase + h - i);
+    if (i == 0u) {
+        VEC2 p2 = SRC(pbase), q2 = SRC(base + h);
+        p = 0.5 * (p + VEC2(p2.x, -p2.y));
+        q = 0.5 * (q + VEC2(q2.x, -q2.y));
+    }
+    q.y = -q.y;
+#else
     VEC2 p = SRC(base + i), q = SRC(base + h - i);
     q.y = -q.y;
     if (i == 0u) { p.y = 0.0; q.y = 0.0; }
+#endif
     VEC2 w = table[REAL_TW + i];
     VEC2 fo = cmul(0.5 * (p - q), VEC2(w.x, -w.y));
     x = 0.5 * (p + q) + VEC2(-fo.y, fo.x);
@@ -320,13 +357,14 @@ bool butterfly(uint tid, uint b, const uint span, const bool paired, out uint j)
 #ifdef REAL_UNPACK
 // X[k] = (Z[k] + conj Z[N-k]) / 2 - i W^k (Z[k] - conj Z[N-k]) / 2 (W = W_2N, Z[N] = Z[0]), and
 // X[N-k] from the same two values with W^(N-k) = -conj(W^k): a = Z[k], b = Z[N-k], k <= N. k =
-// N/2 (N even) is its own partner, written once.
-void unpack_pair(uint line, uint k, VEC2 a, VEC2 b) {
+// N/2 (N even) is its own partner, written once. With REAL_ROWS, b is row pline's and X[N-k] is
+// that row's (pline = line otherwise).
+void unpack_pair(uint line, uint pline, uint k, VEC2 a, VEC2 b) {
     VEC2 w = table[REAL_TW + k];
     VEC2 d = 0.5 * (a - VEC2(b.x, -b.y)), d2 = 0.5 * (b - VEC2(a.x, -a.y));
     store(line, k, 0.5 * (a + VEC2(b.x, -b.y)) + cmul(w, VEC2(d.y, -d.x)));
     if (2u * k != N)
-        store(line, N - k, 0.5 * (b + VEC2(a.x, -a.y)) - cmul(VEC2(w.x, -w.y), VEC2(d2.y, -d2.x)));
+        store(pline, N - k, 0.5 * (b + VEC2(a.x, -a.y)) - cmul(VEC2(w.x, -w.y), VEC2(d2.y, -d2.x)));
 }
 #endif
 
@@ -453,11 +491,11 @@ void stage(const uint R, const uint Ns, const uint prev_r, const bool from_sh, c
                         b = v[B + R - 1u - (r - h)];
                     }
                 }
-                if (u != 0u || r < h || span % 2u == 0u) unpack_pair(line, k, a, b);
+                if (u != 0u || r < h || span % 2u == 0u) unpack_pair(line, line, k, a, b);
             }
             if (u == 0u && N % 2u == 0u) {
                 VEC2 z = v[R % 2u == 0u ? A + R / 2u : B + (R - 1u) / 2u];
-                unpack_pair(line, N / 2u, z, z);
+                unpack_pair(line, line, N / 2u, z, z);
             }
         }
     }
@@ -529,7 +567,12 @@ void main() {
         uint e = e0 + q * GROUP_SIZE;
         if (e < LINES * UNPACK_K) {
             uint l = e / UNPACK_K, k = e % UNPACK_K;
-            unpack_pair(first_line + l, k, SH(l, k), SH(l, (N - k) % N));
+#ifdef REAL_ROWS
+            uint pl = first_line / 2u % (REAL_ROWS / 2u) == 0u ? l : l ^ 1u;
+#else
+            uint pl = l;
+#endif
+            unpack_pair(first_line + l, first_line + pl, k, SH(l, k), SH(pl, (N - k) % N));
         }
     }
 #elif STORE_TILED

@@ -64,7 +64,7 @@ def sweep() -> list[tuple[str, tuple, list]]:
     for n in (15, 101):
         out.append((f"rfft {n}", (8, n), [R2C(1, n)]))
         out.append((f"irfft {n}", (8, n // 2 + 1), [C2R(1, n)]))
-    for rows, cols in ((1024, 1024), (2048, 2048), (512, 4096)):
+    for rows, cols in ((1024, 1024), (2048, 2048), (512, 4096), (1536, 16)):
         out.append((f"rfft2 {rows}x{cols}", (rows, cols // 2), [R2C(1, cols), C2C(0)]))
         out.append((f"irfft2 {rows}x{cols}", (rows, cols // 2 + 1), [C2C(0, True), C2R(1, cols)]))
     out.append(("rfft axis 0 (64, 10)", (64, 10), [R2C(0, 64)]))
@@ -78,7 +78,7 @@ def pass_summary(p) -> str:
     flags = [name for name in ("load_tiled", "store_tiled", "line_fastest", "store_line_fastest",
                                "digit_fastest", "untiled", "sh_halves", "sh_pad", "sh_stagger",
                                "vec2_exchange", "unpack_in_registers") if getattr(p, name)]
-    extra = [f"{k} {getattr(p, k)}" for k in ("fourstep_n", "real_unpack", "real_pack")
+    extra = [f"{k} {getattr(p, k)}" for k in ("fourstep_n", "real_unpack", "real_pack", "real_rows")
              if getattr(p, k)]
     if p.dst is not None and p.dst.blocked:
         extra.append(f"blocked {list(p.dst.blocked)}")

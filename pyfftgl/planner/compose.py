@@ -234,11 +234,17 @@ class _Draft:
         self.sizes.append(math.prod(self.cur))
 
 
-def _add_r2c(draft: _Draft, step: Step) -> None:
+def _add_r2c(draft: _Draft, step: Step, rows: int = 0) -> None:
     """The first step of a real forward transform: for even n on the innermost axis the
     half-length complex FFT with the unpack fused into its store where its line fits (else an
-    unpack pass after it); otherwise a full complex FFT and a crop."""
+    unpack pass after it); otherwise a full complex FFT and a crop. With `rows`, after the
+    columns, pairing rows (_columns_on_half)."""
     ax, n, norm, limits = step.axis, step.n, step.norm, draft.limits
+    if rows:
+        p = _paired_unpack(n, rows, norm, limits)
+        draft.add_fused(replace(p, per_unit=draft.per_unit_lines(ax)), ax, n // 2 + 1,
+                        algorithm="stockham")
+        return
     if not (n % 2 == 0 and ax == len(draft.cur) - 1):
         draft.cur[ax] = n
         draft.add_c2c(ax, False, norm)
@@ -258,42 +264,88 @@ def _add_r2c(draft: _Draft, step: Step) -> None:
         draft.add_real(RealPass.UNPACK, ax, n // 2 + 1, n, norm_scale(n, norm, False))
 
 
-def _add_c2r(draft: _Draft, step: Step) -> None:
+def _add_c2r(draft: _Draft, step: Step, rows: int = 0) -> None:
     """The last step of a real inverse transform: for even n on the innermost axis the
     half-length inverse FFT with the pack fused into its loads where it is one pass (else a pack
-    pass before it); otherwise an extend and a full complex FFT."""
+    pass before it); otherwise an extend and a full complex FFT. With `rows`, before the
+    columns, pairing rows (_columns_on_half)."""
     ax, n, norm, limits = step.axis, step.n, step.norm, draft.limits
     if not (n % 2 == 0 and ax == len(draft.cur) - 1):
         draft.add_real(RealPass.EXTEND, ax, n, n, 1.0)
         draft.add_c2c(ax, True, norm)
         return
-    h = n // 2
-    single = _line_pass(h, True, 1.0 / h, limits)
-    if single is None or not _fusable(single, n):
+    p = _fused_pack(n, norm, limits, rows)
+    if p is None:
         draft.add_real(RealPass.PACK, ax, n // 2, n, norm_scale(n, norm, True) * n)
         draft.add_c2c(ax, True, "backward")
         return
-    p = replace(single, real_pack=n, src=Layout(h + 1), dst=Layout(h),
-                scale=norm_scale(n, norm, True) * n / h, per_unit=draft.per_unit_lines(ax))
-    # Its exchanges as vec2 where they fit: two barriers each instead of four (faster for the
-    # pack; not for rfft's unpack).
-    v = replace(p, vec2_exchange=True)
-    if v.shared_bytes <= limits.max_shared_bytes:
-        p = v
-    draft.add_fused(p, ax, h, algorithm="stockham")
+    draft.add_fused(replace(p, per_unit=draft.per_unit_lines(ax)), ax, n // 2,
+                    algorithm="stockham")
 
 
-def _add_step(draft: _Draft, step: Step, first: bool, last: bool) -> None:
+def _add_step(draft: _Draft, step: Step, first: bool, last: bool, rows: int = 0) -> None:
+    """Add a step; `rows` (_columns_on_half): the real step pairs rows, its column step moved."""
     if step.kind == "c2c":
         draft.add_c2c(step.axis, step.inverse, step.norm)
     elif step.kind == "r2c":
-        if not first:
+        if not (first or rows):
             raise ValueError("r2c must be the first step")
-        _add_r2c(draft, step)
+        _add_r2c(draft, step, rows)
     else:
-        if not last:
+        if not (last or rows):
             raise ValueError("c2r must be the last step")
-        _add_c2r(draft, step)
+        _add_c2r(draft, step, rows)
+
+
+def _columns_on_half(draft: _Draft, steps: list[Step]) -> int:
+    """R where a 2D real transform's column axis (R rows) runs on the rows' half-length complex
+    view (rfft: before the rows, on the upload; irfft: after the rows' pack), its row pass pairing
+    rows r and R - r (StockhamPass.real_rows); else 0. Where the n/2 columns of that view take
+    one pass and the n/2 + 1 of the usual order do not (rfft2 2048^2 on 48 KB: 1024 columns go
+    line-fastest in one pass, 1025 take a two-pass four-step)."""
+    if len(steps) < 2:
+        return 0
+    fwd = steps[0].kind == "r2c"
+    real, col = (steps[0], steps[1]) if fwd else (steps[-1], steps[-2])
+    ax, limits = len(draft.cur) - 1, draft.limits
+    if not (real.kind in ("r2c", "c2r") and col.kind == "c2c" and col.inverse != fwd
+            and real.axis == ax and col.axis == ax - 1 and real.n % 2 == 0):
+        return 0
+    rows, h = draft.cur[ax - 1], real.n // 2
+    if (rows % 2 or _axis_factors(rows, h, limits) != [rows]
+            or _axis_factors(rows, h + 1, limits) == [rows]):
+        return 0
+    paired = (_paired_unpack(real.n, rows, real.norm, limits) if fwd
+              else _fused_pack(real.n, real.norm, limits, rows))
+    return rows if paired is not None else 0
+
+
+def _paired_unpack(n: int, rows: int, norm: str, limits: Limits) -> StockhamPass | None:
+    """The half-length row pass with the fused unpack pairing rows (real_rows), two lines per
+    workgroup from shared memory, or None where it is not one pass or does not fit."""
+    ps = _axis_passes(n // 2, 1, False, "backward", limits)[0]
+    if len(ps) != 1 or not _fusable(ps[0], n):
+        return None
+    p = replace(ps[0], real_unpack=n, real_rows=rows, lines=2, dst=Layout(n // 2 + 1),
+                scale=norm_scale(n, norm, False))
+    fits = (p.shared_bytes <= limits.max_shared_bytes and p.invocations <= limits.max_invocations
+            and p.lines <= limits.max_group_size[1])
+    return p if fits else None
+
+
+def _fused_pack(n: int, norm: str, limits: Limits, rows: int = 0) -> StockhamPass | None:
+    """The half-length inverse row pass with the real pack fused into its loads (pairing rows
+    where `rows`), or None where it is not one pass."""
+    h = n // 2
+    single = _line_pass(h, True, 1.0 / h, limits)
+    if single is None or not _fusable(single, n):
+        return None
+    p = replace(single, real_pack=n, real_rows=rows, src=Layout(h + 1), dst=Layout(h),
+                scale=norm_scale(n, norm, True) * n / h)
+    # Its exchanges as vec2 where they fit: two barriers each instead of four (faster for the
+    # pack; not for rfft's unpack).
+    v = replace(p, vec2_exchange=True)
+    return v if v.shared_bytes <= limits.max_shared_bytes else p
 
 
 def _block_row_column_pairs(draft: _Draft) -> None:
@@ -332,10 +384,14 @@ def plan_steps(shape: tuple[int, ...], steps: list[Step], limits: Limits) -> Tra
     uploaded, in complex64 elements), all in one submission. Axis 0 is cut into chunks that fit
     the device's buffers when no step transforms it."""
     shape = tuple(int(x) for x in shape)
-    axes = tuple(st.axis for st in steps)
-    draft = _Draft(shape, 0 in axes, limits)
+    draft = _Draft(shape, any(st.axis == 0 for st in steps), limits)
+    rows = _columns_on_half(draft, steps)
+    if rows:  # the real step and its column step trade places
+        k = 0 if steps[0].kind == "r2c" else len(steps) - 2
+        steps = steps[:k] + [steps[k + 1], steps[k]] + steps[k + 2:]
+    axes = tuple(st.axis for st in steps)  # in the order they run
     for i, step in enumerate(steps):
-        _add_step(draft, step, i == 0, i == len(steps) - 1)
+        _add_step(draft, step, i == 0, i == len(steps) - 1, rows)
     _block_row_column_pairs(draft)
     return _spec(draft, axes, steps[-1].is_inverse)
 

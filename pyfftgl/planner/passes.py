@@ -113,6 +113,10 @@ class StockhamPass:
     per_unit: int = 1  # batch lines (of the axis' layout) per chunk unit
     real_unpack: int = 0  # n: unpack the n/2+1 bins of n real samples in the store (fused)
     real_pack: int = 0  # n: pack n/2+1 bins into n/2 complex values as they are loaded (fused)
+    # R: the pack or unpack pairs row r with row R - r of R-row images, the columns being
+    # transformed on the half-length view (compose._columns_on_half); the unpack's two lines per
+    # workgroup are such a pair.
+    real_rows: int = 0
     sh_pad: bool = False  # a spare shared-memory slot every 16 values (bank conflicts)
     # The lines a warp touches side by side start on different banks (see rules._sh_line): set
     # unless the stagger does not fit.
@@ -215,6 +219,8 @@ class StockhamPass:
                 d[key] = f"{n}u"
                 d["UNPACK_REGS"] = int(self.unpack_in_registers)
                 d["REAL_TW"] = f"{offsets.get(TwiddleKey(n), 0)}u"
+        if self.real_rows:
+            d["REAL_ROWS"] = f"{self.real_rows}u"
         return d
 
     def push(self, units: int, group_base: int = 0) -> list[int]:

@@ -171,14 +171,14 @@ def _workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
 
 # --- a pass's decisions, from its parameters ------------------------------------------------------
 
-def unpack_in_registers(n: int, real_unpack: int) -> bool:
+def unpack_in_registers(n: int, real_unpack: int, real_rows: int) -> bool:
     """The fused real unpack writes X[k] and X[N-k] straight from the last stage's registers,
     its butterflies taken in pairs (UNPACK_REGS in stockham.comp), on lines of
     UNPACK_REGS_MIN_N points or more: no trip through shared memory after the last stage, and
     the exchanges go in halves. Shorter lines go through shared memory, where a workgroup's lines
     are written as one run (with few invocations per line, stores from registers no longer
-    coalesce across lines)."""
-    return bool(real_unpack) and n >= UNPACK_REGS_MIN_N
+    coalesce across lines). Not where rows pair up (real_rows): the pairs span two lines."""
+    return bool(real_unpack) and n >= UNPACK_REGS_MIN_N and not real_rows
 
 
 def line_fastest(load_tiled: bool, store_tiled: bool, real: bool, untiled: bool,
@@ -267,7 +267,7 @@ def decide(p) -> dict:
     what StockhamPass sets as its derived fields when it is built."""
     real = bool(p.real_pack or p.real_unpack)
     stages = len(p.radices)
-    regs_unpack = unpack_in_registers(p.n, p.real_unpack)
+    regs_unpack = unpack_in_registers(p.n, p.real_unpack, p.real_rows)
     lf = line_fastest(p.load_tiled, p.store_tiled, real, p.untiled, p.fourstep_n,
                       p.line_dims[0], p.lines)
     slf = store_line_fastest(p.load_tiled, p.store_tiled, stages, real)
