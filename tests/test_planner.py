@@ -419,14 +419,37 @@ def test_strided_2048_axis_in_one_line_fastest_pass():
     assert spec.conv_lengths == (2048,) and [p.n for p in spec.passes] == [2048, 2048]
     assert all(p.line_fastest and p.lines == planner.TILE_LINES for p in spec.passes)
     assert len(planner.plan_c2c((1009, 1025), (0,), False, "backward", GPU).passes) == 4
-    # inner extents not a multiple of 4 (rfft2 2048^2's 1025 columns) and lengths whose 4 lines
-    # do not fit even in halves (4096) keep the four-step
-    for shape, steps in (((2048, 6), [C2C(0)]),
-                         ((2048, 1024), [R2C(1, 2048),
-                                         C2C(0)]),
+    # inner extents not a multiple of 4 (the 1025 columns of rfft2 2048^2 in numpy's order) and
+    # lengths whose 4 lines do not fit even in halves (4096) keep the four-step
+    for shape, steps in (((2048, 6), [C2C(0)]), ((2048, 1025), [C2C(0)]),
                          ((4096, 4096), [C2C(0)])):
         spec = planner.plan_steps(shape, steps, GPU)
         assert [p.fourstep_n for p in spec.passes if p.line_dims[0] > 1][0] == shape[0]
+
+
+def test_real_2d_columns_on_the_half_length_view():
+    # rfft2 2048^2: its 1024 complex columns before the rows take one line-fastest pass where
+    # numpy's order (1025 columns after the rows) takes a two-pass four-step; the row pass then
+    # unpacks rows r and 2048 - r together, two lines per workgroup from shared memory. irfft2
+    # mirrors it: the rows' pack pairs rows, then the columns.
+    cols, rows = planner.plan_steps((2048, 1024), [R2C(1, 2048), C2C(0)], GPU).passes
+    assert (cols.n, cols.line_dims, cols.line_fastest, cols.fourstep_n) == (2048, (1024, 1, 1),
+                                                                           True, 0)
+    assert (rows.n, rows.real_unpack, rows.real_rows, rows.lines) == (1024, 2048, 2048, 2)
+    assert not rows.unpack_in_registers and rows.dst.batch == 1025
+    spec = planner.plan_steps((2048, 1025), [C2C(0, True), C2R(1, 2048)], GPU)
+    assert spec.axes == (1, 0)  # in the order they run
+    rows, cols = spec.passes
+    assert (rows.real_pack, rows.real_rows, cols.n, cols.line_dims) == (2048, 2048, 2048,
+                                                                       (1024, 1, 1))
+    # one-pass columns either way (1024^2), odd rows, and the columns of a 3D rfftn's first
+    # axis keep numpy's order
+    for shape, steps in (((1024, 512), [R2C(1, 1024), C2C(0)]),
+                         ((2047, 1024), [R2C(1, 2048), C2C(0)]),
+                         ((2048, 4, 1024), [R2C(2, 2048), C2C(0)])):
+        spec = planner.plan_steps(shape, steps, GPU)
+        assert not any(getattr(p, "real_rows", 0) for p in spec.passes)
+        assert spec.passes[0].real_unpack
 
 
 def test_four_step_strided_factor_at_most_512_where_the_contiguous_pass_fits():
