@@ -448,7 +448,7 @@ class Plan:
                                   for job in call.jobs if math.prod(job.shape))
         self._pinned = {p.cache_key: p for p in self.device_plans}
         self.out_shape, self.out_dtype = call.out_shape, call.out_dtype
-        self._replay = None  # (src, out, their buffers, submission) of the last device call
+        self._replay = None  # (src, out, their buffers, queue it again) of the last device call
 
     @property
     def nbytes(self) -> int:
@@ -460,7 +460,7 @@ class Plan:
         replay = self._replay
         if replay is not None and a is replay[0] and out is replay[1] \
                 and a.buffer is replay[2] and out.buffer is replay[3]:
-            replay[4].run(wait=False)  # the render loop's call: nothing to check or plan again
+            replay[4]()  # the render loop's call: nothing to check or plan again
             return out
         if self._closed:
             raise ValueError(f"this Plan ({self.kind} of {self.shape}) was closed")
@@ -477,7 +477,7 @@ class Plan:
         finally:
             _plans._in_use.pinned, _plans._in_use.runs = {}, None
         if device_call and runs is not None and len(runs) == 1:
-            # One recorded submission did all of it: the same arrays next time replay it.
+            # One device call did all of it: the same arrays next time queue it again.
             self._replay = (a, out, a.buffer, out.buffer, runs[0])
         return result
 

@@ -3,6 +3,7 @@ submission. A plan allocates everything when it is built; executing it only uplo
 downloads."""
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -149,8 +150,15 @@ class TransformPlan:
     recorded (`dispatches`), so one plan runs on any buffers or images of the right size."""
 
     # Recorded submissions kept per plan, by the identity of the resources they bind: a render
-    # loop replays one, with no recording or allocation per call.
-    RECORDED = 4
+    # loop replays one, with no recording or allocation per call (two, alternating work
+    # buffers).
+    RECORDED = 8
+    # Device calls alternate between two sets of work buffers where the device overlaps calls
+    # (Device.overlaps_calls) and the set is at most this big: then a call's first pass, which
+    # writes the other set, need not wait for the last pass of the call before it, which reads
+    # this one. Larger transforms keep one set (their passes fill the GPU, and the memory is
+    # more than the overlap is worth).
+    ALTERNATE_MAX_BYTES = 64 << 20
 
     def __init__(self, spec: planner.TransformSpec, device: Device, limits: Limits, norm: str,
                  buffers: dict | None = None, storage: Storage = Storage()):
@@ -190,6 +198,11 @@ class TransformPlan:
         self.dispatch_count = sum(map(len, self._grids))
         self._host_run = None  # the upload-run-download submission, recorded on first use
         self._recorded = Recorded(self.RECORDED)
+        work = {n: b for n, b in self._sizes.items() if n not in ("in", "out")}
+        self._alternates = (device.overlaps_calls and not storage.images and bool(work)
+                            and sum(work.values()) <= self.ALTERNATE_MAX_BYTES)
+        self._other_work: dict | None = None  # the second set, made on the first call using it
+        self._second = False  # which set the last device call used
         self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
 
@@ -302,15 +315,26 @@ class TransformPlan:
 
     __call__ = execute
 
-    def submission(self, resources: dict):
-        """The recorded submission binding `resources` (name -> buffer or image), recorded once
-        per set of resources among the last RECORDED used."""
-        names = tuple(sorted(resources))
+    def submission(self, resources: dict, second: bool = False):
+        """The recorded submission binding `resources` (name -> buffer or image), and the
+        second set of work buffers where `second`, recorded once per set of resources among the
+        last RECORDED used."""
         with self.device.current(), self._lock:  # the device first, as in execute()
+            if second:
+                resources = {**self._second_work_set(), **resources}
+            names = tuple(sorted(resources))
             return self._recorded.get(
                 tuple(resources[n] for n in names),
                 lambda: self.device.record([d for ds in self.dispatches(resources) for d in ds]),
                 names)
+
+    def _second_work_set(self) -> dict:
+        """The other work buffers of alternating device calls, made on first use."""
+        if self._other_work is None:
+            self._other_work = {n: self.device.buffer(b) for n, b in self._sizes.items()
+                                if n not in ("in", "out")}
+            self.nbytes += sum(b.nbytes for b in self._other_work.values())
+        return self._other_work
 
     def output_buffer(self):
         """A new device buffer of the plan's output size."""
@@ -324,12 +348,26 @@ class TransformPlan:
         if self.spec.chunks != 1:
             raise ValueError("this transform does not fit one submission on this device")
         dst = self.output_buffer() if dst is None else dst
-        sub = self.submission({"in": src, "out": dst})
-        sub.run(wait=False)
+        call = self.device_call({"in": src, "out": dst})
+        call()
         runs = getattr(_in_use, "runs", None)
-        if runs is not None:  # a Plan's call watching which submissions it made
-            runs.append(sub)
+        if runs is not None:  # a Plan's call watching which calls it queued
+            runs.append(call)
         return dst
+
+    def device_call(self, resources: dict):
+        """A function that queues this plan's call on `resources` once more, without waiting:
+        from one recorded submission, or from two alternating work buffers (ALTERNATE_MAX_BYTES;
+        which set goes next is only a matter of speed: the device orders calls by what they
+        touch)."""
+        if not self._alternates:
+            return functools.partial(self.submission(resources).run, wait=False)
+        subs = (self.submission(resources), self.submission(resources, second=True))
+
+        def call():
+            self._second = not self._second
+            subs[self._second].run(wait=False)
+        return call
 
 
 class FFTPlan(TransformPlan):

@@ -68,6 +68,41 @@ def test_vulkan_calls_made_while_the_gpu_is_busy_share_a_submission():
     assert_accurate(o.get(), np.fft.fft2(x.astype(np.complex128)), x.size)
 
 
+def test_vulkan_calls_overlap_only_where_nothing_they_touch_is_in_flight():
+    """A call of dispatches alone goes without its leading barrier (VulkanDevice.overlaps) only
+    where its first dispatch reads nothing the dispatches queued since the last barrier write,
+    and writes nothing they read or write. A loop of one two-pass plan does (its calls
+    alternate work buffers); a call reading what the one before wrote, a one-pass call writing
+    what the one before wrote or read, and the first call after host transfers do not; a
+    one-pass call touching nothing in flight does. Every result is right."""
+    dev = get_device("vulkan")
+    x = random_complex((64, 96), seed=21)
+    fwd = pyfftgl.plan(x.shape, np.complex64, kind="fft2", backend="vulkan")
+    rows = pyfftgl.plan(x.shape, np.complex64, kind="fft", backend="vulkan")
+    assert [len(p.device_plans[0].passes) for p in (fwd, rows)] == [2, 1]
+    a, b, c, d = (pyfftgl.asarray(v, backend="vulkan") for v in (x, 0 * x, 0 * x, 0 * x))
+
+    def overlaps(plan, src, out):
+        before = dev.overlapped
+        plan(src, out=out)
+        return dev.overlapped - before
+
+    dev.finish()
+    assert overlaps(fwd, a, b) == 0  # after host transfers: what is in flight is unknown
+    assert [overlaps(fwd, a, b) for _ in range(6)] == [1] * 6  # b <- fft2(a), pass 1 writes w0
+    assert fwd.device_plans[0]._other_work is not None
+    assert overlaps(fwd, b, c) == 0  # reads b, which the last pass wrote
+    assert overlaps(rows, c, a) == 0  # reads c, which the last pass wrote
+    assert overlaps(rows, c, a) == 0  # writes a, which the call before wrote
+    assert overlaps(rows, b, c) == 0  # writes c, which the call before read
+    assert overlaps(rows, a, d) == 1  # reads a, writes d: neither in flight
+    ref_b = np.fft.fft2(x.astype(np.complex128))
+    ref_a = np.fft.fft(np.fft.fft2(ref_b), axis=-1)
+    for got, ref in ((b, ref_b), (c, np.fft.fft(ref_b, axis=-1)), (a, ref_a),
+                     (d, np.fft.fft(ref_a, axis=-1))):
+        assert_accurate(got.get(), ref, x.size, factor=4)
+
+
 @pytest.mark.quick
 @pytest.mark.parametrize("backend", ["vulkan", "gl"])
 def test_calls_in_flight_stay_ordered(backend):

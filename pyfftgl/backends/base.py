@@ -91,13 +91,19 @@ class Image(abc.ABC):
 class Dispatch:
     """One dispatch: `program` over a grid of `groups`, `push` (uint32, one value per
     program.push_names), storage buffer binding i = buffers[i] (None: unused), image binding i =
-    images[i]."""
+    images[i]. Binding 1 is the one a dispatch writes, every other it only reads (every pyfftgl
+    kernel's convention, by which a backend may order calls: `access`)."""
 
     program: Program
     groups: tuple[int, int, int]
     push: np.ndarray
     buffers: tuple = ()
     images: tuple = ()
+
+    def access(self) -> tuple[frozenset, frozenset]:
+        """(the buffers it reads, the buffers it writes)."""
+        bound = [(i, b) for i, b in enumerate(self.buffers) if b is not None]
+        return (frozenset(b for i, b in bound if i != 1), frozenset(b for i, b in bound if i == 1))
 
 
 class Submission(abc.ABC):
@@ -124,6 +130,10 @@ class Submission(abc.ABC):
 class Device(abc.ABC):
     info: DeviceInfo
     lost: str | None = None  # the driver's message where the device was lost
+    # A call of dispatches only may start while the call before it still runs, where its first
+    # dispatch touches nothing that call's last dispatch writes, nor writes what it reads (the
+    # Vulkan backend); plans then alternate their work buffers between calls.
+    overlaps_calls = False
 
     def failure(self, what: str, error: BaseException | str, lost: bool = False) -> DeviceError:
         """The DeviceError for a driver failure while doing `what`; a loss (the driver says so,

@@ -99,6 +99,10 @@ class VkSubmission(Submission):
                 self._ops.append(_barrier(_SHADER_WRITE, _SHADER_RW, _COMPUTE, _COMPUTE))
             self._ops.append(kp.OpAlgoDispatch(device._algorithm(d), d.push))
         self._timed_span = (first, len(self._ops))
+        # A call of dispatches alone may go without its leading barrier where nothing it touches
+        # first is in flight (VulkanDevice.overlaps): its first and last dispatch's access.
+        alone = dispatches and not (uploads or downloads or copies_before or copies_after)
+        self.ends = (dispatches[0].access(), dispatches[-1].access(), len(dispatches)) if alone else None
         if dispatches and copies_after:
             self._ops.append(_barrier(_SHADER_WRITE, _TRANSFER_RW, _COMPUTE, _TRANSFER))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
@@ -106,17 +110,20 @@ class VkSubmission(Submission):
             self._ops.append(_barrier(_TRANSFER_WRITE, _SHADER_RW, _TRANSFER, _COMPUTE))
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
-        self._ring = []  # kp sequences of the plain ops, made as calls overlap
-        self.busy = {}  # ring slots queued on the device and not yet waited for, oldest first
+        # kp sequences of the ops, made as calls overlap: [with the leading barrier, without]
+        self._rings = ([], [])
+        self.busy = {}  # (ring, slot) queued on the device and not yet waited for, oldest first
         self._timed = None
 
-    def _make_sequence(self, timed: bool = False):
+    def _make_sequence(self, timed: bool = False, free: bool = False):
         """The ops as a kp Sequence; `timed`: with a timestamp on each side of the dispatches
         alone (kp_patch.py's record_timestamp; a timestamp after every op would make the GPU
-        drain after each, which the plain sequence does not)."""
+        drain after each, which the plain sequence does not); `free`: without the leading
+        barrier."""
         seq = self._device._mgr.sequence(total_timestamps=2 if timed else 0)
         a, b = self._timed_span
-        parts = (self._ops[:a], self._ops[a:b], self._ops[b:]) if timed else (self._ops,)
+        ops = self._ops[1:] if free else self._ops
+        parts = (self._ops[:a], self._ops[a:b], self._ops[b:]) if timed else (ops,)
         for i, part in enumerate(parts):
             if i:
                 seq.record_timestamp()
@@ -145,19 +152,26 @@ class VkSubmission(Submission):
             if self._timed is None:
                 self._timed = self._make_sequence(timed=True)
             self._timed.eval()
+            dev.touched_all()
             ts = self._timed.get_timestamps()  # recording began, before and after the dispatches
             return (ts[2] - ts[1]) * self._device._timestamp_period
-        i = next((j for j in range(len(self._ring)) if j not in self.busy), len(self._ring))
+        free = dev.overlaps(self)
+        ring = self._rings[free]
+        i = next((j for j in range(len(ring)) if (free, j) not in self.busy), len(ring))
         if i == self.RING:  # RING calls behind: the GPU has a full queue, so wait here
-            i = next(iter(self.busy))
-            dev.wait_for(self, i)
-        if i == len(self._ring):
-            self._ring.append(self._make_sequence())
-        self.busy[i] = None
-        dev.queue(self, i)
+            i = next(j for f, j in self.busy if f == free)
+            dev.wait_for(self, (free, i))
+        if i == len(ring):
+            ring.append(self._make_sequence(free=free))
+        self.busy[free, i] = None
+        dev.queue(self, (free, i))
         if wait:
-            dev.wait_for(self, i)
+            dev.wait_for(self, (free, i))
         return None
+
+    def sequence(self, slot):
+        """The kp sequence of a (ring, slot) key."""
+        return self._rings[slot[0]][slot[1]]
 
     def result(self, i=0):
         with self._device.lock:
@@ -210,7 +224,12 @@ class VulkanDevice(Device):
             is_software=props["device_type"] == "cpu",
             float64=props["shader_float64"],
         )
-        self._held: list[tuple[VkSubmission, int]] = []  # calls queued, not yet submitted
+        self._held: list[tuple[VkSubmission, tuple]] = []  # calls queued, not yet submitted
+        # (reads, writes) of the dispatches queued since the last barrier, None where unknown (a
+        # transfer or a call of other ops came last): what a call without its leading barrier
+        # would overlap (overlaps).
+        self._since_barrier: tuple[frozenset, frozenset] | None = None
+        self.overlapped = 0  # calls queued without their leading barrier
         self.submissions = 0  # vkQueueSubmit calls made for calls queued (queue())
         self._batches: deque = deque()  # (sequence whose fence ends it, its calls), oldest first
         # Held by every call that submits, waits or touches host-visible memory: a Vulkan queue
@@ -233,8 +252,33 @@ class VulkanDevice(Device):
 
     # Calls held back at most, while the GPU is busy, before they are submitted together.
     HOLD = 16
+    overlaps_calls = True
 
-    def queue(self, sub: VkSubmission, i: int) -> None:
+    def overlaps(self, sub: VkSubmission) -> bool:
+        """Whether `sub`, queued next, goes without its leading barrier: a call of dispatches
+        alone whose first dispatch reads nothing the dispatches queued since the last barrier
+        write, and writes nothing they read or write. Then it may start while they run (a
+        single image's passes leave much of the GPU idle as they fill and drain); the record
+        of what is in flight is updated either way."""
+        ends, since = sub.ends, self._since_barrier
+        if ends is None:
+            self._since_barrier = None
+            return False
+        (reads, writes), last, count = ends
+        free = since is not None and not (reads & since[1] or writes & (since[0] | since[1]))
+        if free and count == 1:
+            self._since_barrier = (since[0] | reads, since[1] | writes)
+        else:
+            self._since_barrier = last
+        self.overlapped += free
+        return free
+
+    def touched_all(self) -> None:
+        """Ops other than queued calls ran (transfers, a timed run): the next call takes its
+        barrier."""
+        self._since_barrier = None
+
+    def queue(self, sub: VkSubmission, i: tuple) -> None:
         """Submit ring slot i of `sub`: at once where the GPU has run all it was given, else
         held and submitted with the calls after it when HOLD are held, a call finds the GPU
         done, or the host waits or flushes. Each submission costs NVIDIA's GPU about 5 us idle
@@ -251,7 +295,7 @@ class VulkanDevice(Device):
         with self.lock:
             if self._held:
                 calls, self._held = self._held, []
-                seqs = [sub._ring[i] for sub, i in calls]
+                seqs = [sub.sequence(i) for sub, i in calls]
                 try:
                     seqs[-1].eval_async_after(seqs[:-1])
                 except RuntimeError as e:
@@ -261,7 +305,7 @@ class VulkanDevice(Device):
                 self._batches.append((seqs[-1], calls))
                 self.submissions += 1
 
-    def wait_for(self, sub: VkSubmission, i: int) -> None:
+    def wait_for(self, sub: VkSubmission, i: tuple) -> None:
         """Wait until ring slot i of `sub` has run, and everything submitted before it."""
         if (sub, i) in self._held:
             self.flush()
@@ -400,6 +444,7 @@ class VulkanDevice(Device):
         if self._transfers is None:
             self._transfers = self._mgr.sequence()
         seq = self._transfers
+        self.touched_all()
         seq.clear()
         for op in ops:
             seq.record(op)
