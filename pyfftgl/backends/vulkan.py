@@ -102,7 +102,8 @@ class VkSubmission(Submission):
         # A call of dispatches alone may go without its leading barrier where nothing it touches
         # first is in flight (VulkanDevice.overlaps): its first and last dispatch's access.
         alone = dispatches and not (uploads or downloads or copies_before or copies_after)
-        self.ends = (dispatches[0].access(), dispatches[-1].access(), len(dispatches)) if alone else None
+        self.ends = ((dispatches[0].access(), dispatches[-1].access(), len(dispatches))
+                     if alone else None)
         if dispatches and copies_after:
             self._ops.append(_barrier(_SHADER_WRITE, _TRANSFER_RW, _COMPUTE, _TRANSFER))
         self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
@@ -110,7 +111,9 @@ class VkSubmission(Submission):
             self._ops.append(_barrier(_TRANSFER_WRITE, _SHADER_RW, _TRANSFER, _COMPUTE))
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
-        # kp sequences of the ops, made as calls overlap: [with the leading barrier, without]
+        # kp sequences of the ops, [with the leading barrier, without]: a slot per call in
+        # flight, its sequence made when a call is submitted alone (calls submitted together
+        # are recorded into one: VulkanDevice.flush)
         self._rings = ([], [])
         self.busy = {}  # (ring, slot) queued on the device and not yet waited for, oldest first
         self._timed = None
@@ -165,7 +168,7 @@ class VkSubmission(Submission):
             i = next(j for f, j in self.busy if f == free)
             dev.wait_for(self, (free, i))
         if i == len(ring):
-            ring.append(self._make_sequence(free=free))
+            ring.append(None)
         self.busy[free, i] = None
         dev.queue(self, (free, i))
         if wait:
@@ -173,8 +176,11 @@ class VkSubmission(Submission):
         return None
 
     def sequence(self, slot):
-        """The kp sequence of a (ring, slot) key."""
-        return self._rings[slot[0]][slot[1]]
+        """The kp sequence of a (ring, slot) key, made on first use."""
+        free, i = slot
+        if self._rings[free][i] is None:
+            self._rings[free][i] = self._make_sequence(free=free)
+        return self._rings[free][i]
 
     def result(self, i=0):
         with self._device.lock:
@@ -305,12 +311,15 @@ class VulkanDevice(Device):
             if self._held:
                 calls, self._held = self._held, []
                 pooled = len(calls) > 1
+                seq = None
                 try:
                     seq = self._merged(calls) if pooled else calls[0][0].sequence(calls[0][1])
                     seq.eval_async()
                 except RuntimeError as e:
                     for sub, i in calls:
                         sub.busy.pop(i, None)
+                    if pooled and seq is not None:
+                        self._batch_pool.append(seq)
                     raise self.failure("submitting work", e) from e
                 self._batches.append((seq, calls, pooled))
                 self.submissions += 1
