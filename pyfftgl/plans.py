@@ -198,9 +198,9 @@ class TransformPlan:
         self.dispatch_count = sum(map(len, self._grids))
         self._host_run = None  # the upload-run-download submission, recorded on first use
         self._recorded = Recorded(self.RECORDED)
-        work = {n: b for n, b in self._sizes.items() if n not in ("in", "out")}
-        self._alternates = (device.overlaps_calls and not storage.images and bool(work)
-                            and sum(work.values()) <= self.ALTERNATE_MAX_BYTES)
+        self._work_sizes = {n: b for n, b in self._sizes.items() if n not in ("in", "out")}
+        self._alternates = (device.overlaps_calls and not storage.images and bool(self._work_sizes)
+                            and sum(self._work_sizes.values()) <= self.ALTERNATE_MAX_BYTES)
         self._other_work: dict | None = None  # the second set, made on the first call using it
         self._second = False  # which set the last device call used
         self._lock = threading.Lock()
@@ -331,8 +331,7 @@ class TransformPlan:
     def _second_work_set(self) -> dict:
         """The other work buffers of alternating device calls, made on first use."""
         if self._other_work is None:
-            self._other_work = {n: self.device.buffer(b) for n, b in self._sizes.items()
-                                if n not in ("in", "out")}
+            self._other_work = {n: self.device.buffer(b) for n, b in self._work_sizes.items()}
             self.nbytes += sum(b.nbytes for b in self._other_work.values())
         return self._other_work
 
