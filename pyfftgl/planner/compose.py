@@ -234,17 +234,11 @@ class _Draft:
         self.sizes.append(math.prod(self.cur))
 
 
-def _add_r2c(draft: _Draft, step: Step, rows: int = 0) -> None:
+def _add_r2c(draft: _Draft, step: Step) -> None:
     """The first step of a real forward transform: for even n on the innermost axis the
     half-length complex FFT with the unpack fused into its store where its line fits (else an
-    unpack pass after it); otherwise a full complex FFT and a crop. With `rows`, after the
-    columns, pairing rows (_columns_on_half)."""
+    unpack pass after it); otherwise a full complex FFT and a crop."""
     ax, n, norm, limits = step.axis, step.n, step.norm, draft.limits
-    if rows:
-        p = _paired_unpack(n, rows, norm, limits)
-        draft.add_fused(replace(p, per_unit=draft.per_unit_lines(ax)), ax, n // 2 + 1,
-                        algorithm="stockham")
-        return
     if not (n % 2 == 0 and ax == len(draft.cur) - 1):
         draft.cur[ax] = n
         draft.add_c2c(ax, False, norm)
@@ -264,17 +258,16 @@ def _add_r2c(draft: _Draft, step: Step, rows: int = 0) -> None:
         draft.add_real(RealPass.UNPACK, ax, n // 2 + 1, n, norm_scale(n, norm, False))
 
 
-def _add_c2r(draft: _Draft, step: Step, rows: int = 0) -> None:
+def _add_c2r(draft: _Draft, step: Step) -> None:
     """The last step of a real inverse transform: for even n on the innermost axis the
     half-length inverse FFT with the pack fused into its loads where it is one pass (else a pack
-    pass before it); otherwise an extend and a full complex FFT. With `rows`, before the
-    columns, pairing rows (_columns_on_half)."""
+    pass before it); otherwise an extend and a full complex FFT."""
     ax, n, norm, limits = step.axis, step.n, step.norm, draft.limits
     if not (n % 2 == 0 and ax == len(draft.cur) - 1):
         draft.add_real(RealPass.EXTEND, ax, n, n, 1.0)
         draft.add_c2c(ax, True, norm)
         return
-    p = _fused_pack(n, norm, limits, rows)
+    p = _fused_pack(n, norm, limits)
     if p is None:
         draft.add_real(RealPass.PACK, ax, n // 2, n, norm_scale(n, norm, True) * n)
         draft.add_c2c(ax, True, "backward")
@@ -283,41 +276,45 @@ def _add_c2r(draft: _Draft, step: Step, rows: int = 0) -> None:
                     algorithm="stockham")
 
 
-def _add_step(draft: _Draft, step: Step, first: bool, last: bool, rows: int = 0) -> None:
-    """Add a step; `rows` (_columns_on_half): the real step pairs rows, its column step moved."""
+def _add_step(draft: _Draft, step: Step, first: bool, last: bool,
+              paired: StockhamPass | None = None) -> None:
+    """Add a step; `paired` (_columns_on_half): the real step's row pass, its column step
+    moved to the other side of it."""
     if step.kind == "c2c":
         draft.add_c2c(step.axis, step.inverse, step.norm)
+    elif paired is not None:
+        draft.add_fused(replace(paired, per_unit=draft.per_unit_lines(step.axis)), step.axis,
+                        paired.n + bool(paired.real_unpack), algorithm="stockham")
     elif step.kind == "r2c":
-        if not (first or rows):
+        if not first:
             raise ValueError("r2c must be the first step")
-        _add_r2c(draft, step, rows)
+        _add_r2c(draft, step)
     else:
-        if not (last or rows):
+        if not last:
             raise ValueError("c2r must be the last step")
-        _add_c2r(draft, step, rows)
+        _add_c2r(draft, step)
 
 
-def _columns_on_half(draft: _Draft, steps: list[Step]) -> int:
-    """R where a 2D real transform's column axis (R rows) runs on the rows' half-length complex
-    view (rfft: before the rows, on the upload; irfft: after the rows' pack), its row pass pairing
-    rows r and R - r (StockhamPass.real_rows); else 0. Where the n/2 columns of that view take
-    one pass and the n/2 + 1 of the usual order do not (rfft2 2048^2 on 48 KB: 1024 columns go
-    line-fastest in one pass, 1025 take a two-pass four-step)."""
+def _columns_on_half(draft: _Draft, steps: list[Step]) -> StockhamPass | None:
+    """The row pass of a 2D real transform whose column axis (R rows) runs on the rows'
+    half-length complex view (rfft: before the rows, on the upload; irfft: after the rows'
+    pack), pairing rows r and R - r (StockhamPass.real_rows); else None. Where the n/2 columns
+    of that view take one pass and the n/2 + 1 of the usual order do not (rfft2 2048^2 on 48 KB:
+    1024 columns go line-fastest in one pass, 1025 take a two-pass four-step)."""
     if len(steps) < 2:
-        return 0
+        return None
     fwd = steps[0].kind == "r2c"
     real, col = (steps[0], steps[1]) if fwd else (steps[-1], steps[-2])
     ax, limits = len(draft.cur) - 1, draft.limits
     if not (real.kind in ("r2c", "c2r") and col.kind == "c2c" and col.inverse != fwd
             and real.axis == ax and col.axis == ax - 1 and real.n % 2 == 0):
-        return 0
+        return None
     rows, h = draft.cur[ax - 1], real.n // 2
     if (rows % 2 or _axis_factors(rows, h, limits) != [rows]
             or _axis_factors(rows, h + 1, limits) == [rows]):
-        return 0
-    paired = (_paired_unpack(real.n, rows, real.norm, limits) if fwd
-              else _fused_pack(real.n, real.norm, limits, rows))
-    return rows if paired is not None else 0
+        return None
+    return (_paired_unpack(real.n, rows, real.norm, limits) if fwd
+            else _fused_pack(real.n, real.norm, limits, rows))
 
 
 def _paired_unpack(n: int, rows: int, norm: str, limits: Limits) -> StockhamPass | None:
@@ -385,13 +382,13 @@ def plan_steps(shape: tuple[int, ...], steps: list[Step], limits: Limits) -> Tra
     the device's buffers when no step transforms it."""
     shape = tuple(int(x) for x in shape)
     draft = _Draft(shape, any(st.axis == 0 for st in steps), limits)
-    rows = _columns_on_half(draft, steps)
-    if rows:  # the real step and its column step trade places
+    paired = _columns_on_half(draft, steps)
+    if paired:  # the real step and its column step trade places
         k = 0 if steps[0].kind == "r2c" else len(steps) - 2
         steps = steps[:k] + [steps[k + 1], steps[k]] + steps[k + 2:]
     axes = tuple(st.axis for st in steps)  # in the order they run
     for i, step in enumerate(steps):
-        _add_step(draft, step, i == 0, i == len(steps) - 1, rows)
+        _add_step(draft, step, i == 0, i == len(steps) - 1, paired)
     _block_row_column_pairs(draft)
     return _spec(draft, axes, steps[-1].is_inverse)
 
