@@ -15,7 +15,8 @@ from numpy.fft import fft as _host_fft
 
 from . import planner, shaders
 from .backends import get_device
-from .backends.base import Device, Dispatch, Limits, PrecisionUnavailable
+from .backends.base import Device, Dispatch, PrecisionUnavailable
+from .limits import Limits
 
 
 def twiddle_table(n: int, dtype=np.complex64) -> np.ndarray:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from pyfftgl import planner, wisdom
-from pyfftgl.backends.base import Limits
+from pyfftgl.limits import Limits
 from pyfftgl.planner import Step
 
 SNAPSHOT = Path(__file__).resolve().parent / "data" / "plans_snapshot.json"

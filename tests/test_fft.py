@@ -10,7 +10,7 @@ import pytest
 import pyfftgl
 from pyfftgl import planner
 from pyfftgl.backends import get_device
-from pyfftgl.backends.base import Limits
+from pyfftgl.limits import Limits
 from pyfftgl.plans import TransformPlan
 from conftest import assert_accurate, random_complex
 

@@ -11,7 +11,7 @@ import pytest
 import pyfftgl
 from pyfftgl import planner
 from pyfftgl.backends import get_device
-from pyfftgl.backends.base import Limits
+from pyfftgl.limits import Limits
 from pyfftgl.plans import TransformPlan
 
 from conftest import random_complex

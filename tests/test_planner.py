@@ -9,7 +9,7 @@ import re
 import pytest
 
 from pyfftgl import planner, shaders
-from pyfftgl.backends.base import Limits
+from pyfftgl.limits import Limits
 from pyfftgl.plans import element_limits
 from regen_snapshot import C2C, C2R, GPU, R2C, SNAPSHOT, SOFT, limits_sets, snapshot, sweep
 

@@ -72,7 +72,7 @@ def test_extended_precision_is_refused(dtype):
 
 def test_line_beyond_the_buffer_limit_is_refused_before_allocating(monkeypatch):
     monkeypatch.undo()  # planning runs, but must stop before any buffer or dispatch
-    from pyfftgl.backends.base import Limits
+    from pyfftgl.limits import Limits
     tiny = Limits(32768, 1024, (1024, 1024, 64), (65535, 65535, 65535), 4096)
     with pytest.raises(ValueError, match=r"largest storage buffer \(4096 bytes\)"):
         pyfftgl.FFTPlan(1024, 1, False, limits=tiny)

@@ -8,7 +8,7 @@ import pytest
 from pyfftgl import planner
 from pyfftgl.backends import _vkinfo
 from pyfftgl.bench import vkstats as _vkstats
-from pyfftgl.backends.base import Limits
+from pyfftgl.limits import Limits
 
 
 def test_kernel_statistics():

@@ -110,7 +110,7 @@ def model(p, stagger_words=None, block=None):
 if __name__ == "__main__":
     import dataclasses
     from pyfftgl import wisdom
-    from pyfftgl.backends.base import Limits
+    from pyfftgl.limits import Limits
     GPU = Limits(49152, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32 - 1)
     lim = dataclasses.replace(GPU, tuned=wisdom.load("NVIDIA H200", "vulkan"))
     def show(spec, name):

@@ -12,7 +12,7 @@ import json
 import sys
 
 from pyfftgl import planner, plans, shaders, wisdom
-from pyfftgl.backends.base import Limits
+from pyfftgl.limits import Limits
 
 GPU = Limits(49152, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32 - 1)
 SOFT = Limits(32768, 1024, (1024, 1024, 1024), (65535, 65535, 65535), 2**27)

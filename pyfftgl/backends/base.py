@@ -16,6 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..limits import Limits
+
 
 class BackendUnavailable(RuntimeError):
     """A requested backend cannot run here; the message says why and how to fix it."""
@@ -36,21 +38,6 @@ class DeviceError(RuntimeError):
     def __init__(self, message: str, *, backend: str, driver_message: str, lost: bool = False):
         super().__init__(message)
         self.backend, self.driver_message, self.lost = backend, driver_message, lost
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The device limits the planner needs, read from the driver at run time."""
-
-    max_shared_bytes: int  # shared memory per workgroup
-    max_invocations: int  # invocations per workgroup
-    max_group_size: tuple[int, int, int]  # local_size_{x,y,z}
-    max_group_count: tuple[int, int, int]  # workgroups per dispatch, per dimension
-    max_buffer_bytes: int  # largest storage buffer a shader may bind
-    max_texture_size: int = 0  # largest 2D image side
-    # Kernel shapes measured fastest on this device (`pyfftgl bench --tune`), as
-    # (n, radices, threads per line, lines per workgroup or 0, padded shared memory) tuples.
-    tuned: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Transform -> list of passes. Pure Python: no GPU, no backend imports beyond the Limits record.
+"""Transform -> list of passes. Pure Python: no GPU, no backend imports (limits come from pyfftgl.limits).
 
 The planner decides the factorisation of a length into radices, their order, the workgroup shape,
 and how many lines a submission may hold. Its parts:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ..backends.base import Limits
+from ..limits import Limits
 from .abi import COMPLEX64_BYTES
 from .factors import _axis_factors, _line_pass, _tiled_pass, smooth_length, stockham_pass
 from .passes import Layout, RealPass, StockhamPass

@@ -1,0 +1,22 @@
+"""The device limits record: what the planner plans for and the backends read from the driver.
+
+A neutral module, so that the pure planner and the backends both depend on it and not on each other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The device limits the planner needs, read from the driver at run time."""
+
+    max_shared_bytes: int  # shared memory per workgroup
+    max_invocations: int  # invocations per workgroup
+    max_group_size: tuple[int, int, int]  # local_size_{x,y,z}
+    max_group_count: tuple[int, int, int]  # workgroups per dispatch, per dimension
+    max_buffer_bytes: int  # largest storage buffer a shader may bind
+    max_texture_size: int = 0  # largest 2D image side
+    # Kernel shapes measured fastest on this device (`pyfftgl bench --tune`), as
+    # (n, radices, threads per line, lines per workgroup or 0, padded shared memory) tuples.
+    tuned: tuple = ()
