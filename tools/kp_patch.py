@@ -67,6 +67,9 @@ sources are not the ones this patch was written against.
 import sys
 from pathlib import Path
 
+# The patch level: builds of kp are cached and checked per level, so bump it with any change here.
+LEVEL = 11
+
 MARK = "// pyfftgl: one fence per Sequence"
 EDITS = [
     ("    this->mFence = this->mDevice->createFence(vk::FenceCreateInfo());\n",

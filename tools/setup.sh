@@ -50,7 +50,7 @@ fi
 # kp is rebuilt when missing or built without our latest patch (tools/kp_patch.py says why). The
 # wheel is kept in the user's cache (per patch level; its name carries the Python tag), so a fresh
 # clone on the same machine installs it instead of compiling Kompute again.
-KP_PATCH=11
+KP_PATCH=$("$VPY" -c "import runpy; print(runpy.run_path('tools/kp_patch.py')['LEVEL'])")
 WHEELS="${PYFFTGL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pyfftgl}/kp-wheels/patch-$KP_PATCH"
 tag=$("$VPY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
 if ! "$VPY" -c 'import kp' 2>/dev/null || [ ! -f "$VENV/.kp-patch-$KP_PATCH" ]; then
