@@ -156,7 +156,8 @@ def fit(device):
     p = active()
     own = device.__dict__.setdefault("driver_info", device.info)
     if p is None:
-        device.info = own
+        if device.info.profile:  # back to the driver's own (info a caller set stays as set)
+            device.info = own
         return device
     check_api(own.api)
     if device.info.profile == p.name:
