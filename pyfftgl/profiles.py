@@ -148,10 +148,10 @@ def check_api(api: str) -> None:
 def fit(device):
     """`device`, reporting the limits of the profile in force (its driver's own when none; kept
     as `device.driver_info`). A profile the driver cannot honour is refused, naming the limit:
-    a workgroup shape (shared memory, invocations, size) or fp64 above the driver's would make
+    a workgroup shape (shared memory, invocations, x and y size) or fp64 above the driver's makes
     plans this driver cannot run. Workgroup counts and buffer ranges above the driver's take the
     driver's: they only bound how a transform is split into dispatches, and the driver's are the
-    ones its dispatches must respect."""
+    ones its dispatches must respect; so does a workgroup's z size, which no kernel uses."""
     from .backends.base import BackendUnavailable
     p = active()
     own = device.__dict__.setdefault("driver_info", device.info)
@@ -166,8 +166,8 @@ def fit(device):
     above = [(what, want, got) for what, want, got in (
         ("shared memory per workgroup", p.max_shared_bytes, have.max_shared_bytes),
         ("invocations per workgroup", p.max_invocations, have.max_invocations),
-        *((f"workgroup size {'xyz'[i]}", p.max_group_size[i], have.max_group_size[i])
-          for i in range(3)),
+        *((f"workgroup size {'xy'[i]}", p.max_group_size[i], have.max_group_size[i])
+          for i in range(2)),
         ("fp64", p.float64, own.float64)) if want > got]
     if above:
         what, want, got = above[0]
@@ -177,6 +177,8 @@ def fit(device):
             f"({own.name}): {what} {want}, the driver's {got}; choose a profile within them")
     limits = replace(p.limits, max_group_count=tuple(map(min, p.max_group_count,
                                                          have.max_group_count)),
+                     max_group_size=p.max_group_size[:2] + (min(p.max_group_size[2],
+                                                                have.max_group_size[2]),),
                      max_buffer_bytes=min(p.max_buffer_bytes, have.max_buffer_bytes),
                      max_texture_size=have.max_texture_size)
     device.info = replace(own, limits=limits, float64=p.float64, profile=p.name)
@@ -190,7 +192,8 @@ def describe(device) -> list[str]:
         return []
     p, own = PROFILES[i.profile], device.driver_info.limits
     clamped = [w for w, a, b in (("groups", i.limits.max_group_count, p.max_group_count),
-                                 ("max buffer", i.limits.max_buffer_bytes, p.max_buffer_bytes))
+                                 ("max buffer", i.limits.max_buffer_bytes, p.max_buffer_bytes),
+                                 ("workgroup z", i.limits.max_group_size, p.max_group_size))
                if a != b]
     lines = [f"  profile:       {p.name}: {p.device}",
              f"                 (the driver's own: {own.max_shared_bytes} bytes, "
