@@ -277,7 +277,7 @@ class RealPass:
              "SCALE": float_literal(self.scale), "INVERSE": 0}
         if self.mode in (1, 2):
             d["TW_OFFSET"] = f"{(offsets or {}).get(TwiddleKey(self.nreal), 0)}u"
-        if self.group != REALFFT_GROUP:
+        if self.group != REALFFT_GROUP:  # the kernel's default: sources stay as they were
             d["GROUP"] = self.group
         return d
 
