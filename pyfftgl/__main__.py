@@ -10,26 +10,35 @@ import time
 
 import numpy as np
 
+from . import profiles
 from .backends import BACKENDS, available, probe
 
 
 def _device_lines(dev) -> list[str]:
     i, lim = dev.info, dev.info.limits
     return [
-        f"  device        {i.name}{'  (software rasteriser)' if i.is_software else ''}",
-        f"  driver        {i.driver}",
-        f"  API version   {i.api_version}",
-        f"  shared memory {lim.max_shared_bytes} bytes per workgroup",
-        f"  workgroup     {lim.max_invocations} invocations, size {lim.max_group_size}",
-        f"  groups        {lim.max_group_count} per dispatch",
-        f"  max buffer    {lim.max_buffer_bytes} bytes    max texture {lim.max_texture_size}",
-        f"  precision     single{', double' if i.float64 else ' (no fp64: double input refused)'}",
+        f"  device:        {i.name}{'  (software rasteriser)' if i.is_software else ''}",
+        f"  driver:        {i.driver}",
+        f"  API version:   {i.api_version}",
+        *profiles.describe(dev),
+        f"  shared memory: {lim.max_shared_bytes} bytes per workgroup",
+        f"  workgroup:     {lim.max_invocations} invocations, size {lim.max_group_size}",
+        f"  groups:        {lim.max_group_count} per dispatch",
+        f"  max buffer:    {lim.max_buffer_bytes} bytes    max texture {lim.max_texture_size}",
+        f"  precision:     single{', double' if i.float64 else ' (no fp64: double input refused)'}",
     ]
 
 
 def cmd_info(args) -> int:
     import pyfftgl
     print(f"pyfftgl {pyfftgl.__version__}, numpy {np.__version__}")
+    try:
+        profile = profiles.active()
+    except ValueError as e:  # an unknown PYFFTGL_DEVICE_PROFILE: no backend can honour it
+        print(f"error: {e}")
+        return 2
+    print(f"device profile: {profile.name} ({profile.device}; {profiles.ENV})" if profile else
+          f"device profile: none (the drivers' own limits; {profiles.ENV} sets one)")
     usable = 0
     for name in BACKENDS:
         dev, why = probe(name)

@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from . import _validate, planner
+from .backends import get_device
 from .backends.gl import IMAGE_FORMATS, GLDevice, GLImage
 from .plans import Recorded, Storage, TransformPlan, element_limits
 
@@ -71,7 +72,7 @@ class TextureFFT:
         self.size = self.shape[0] * self.shape[1]
         self.norm, self.intermediate = _validate.norm(norm), intermediate
         self.ctx = ctx
-        self.device = GLDevice.of(ctx)
+        self.device = get_device(GLDevice.of(ctx))  # held to the device profile in force
         side = self.device.info.limits.max_texture_size
         if max(self.shape) > side:
             raise ValueError(f"{self.shape} exceeds this device's largest texture side ({side})")

@@ -111,10 +111,13 @@ def precision_of(dtype) -> int:
 def check_precision(device: Device, precision: int) -> None:
     """Raise PrecisionUnavailable where `device` cannot compute in `precision`."""
     if precision == 64 and not device.info.float64:
-        feature = "shaderFloat64" if device.info.api == "vulkan" else "GL_ARB_gpu_shader_fp64"
+        i = device.info
+        feature = "shaderFloat64" if i.api == "vulkan" else "GL_ARB_gpu_shader_fp64"
+        lacks = (f"under device profile {i.profile!r} has no fp64" if i.profile
+                 else f"lacks {feature}")
         raise PrecisionUnavailable(
-            f"{device.info.api}:{device.info.name} lacks {feature}, which double-precision "
-            "(float64/complex128) transforms need; pass float32/complex64 data")
+            f"{i.api}:{i.name} {lacks}, which double-precision (float64/complex128) transforms "
+            "need; pass float32/complex64 data")
 
 
 _COMPONENTS = {"r32f": 1, "rg32f": 2, "rgba32f": 4, "r16f": 1, "rg16f": 2, "rgba16f": 4}

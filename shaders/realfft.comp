@@ -19,7 +19,11 @@
 #error "realfft.comp needs MODE, NREAL, IN_AXIS, OUT_AXIS and INNER from the preamble"
 #endif
 
-layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
+// GROUP: invocations per workgroup; the preamble gives fewer where the device allows fewer.
+#ifndef GROUP
+#define GROUP 256
+#endif
+layout(local_size_x = GROUP, local_size_y = 1, local_size_z = 1) in;
 
 // restrict: a pass never reads the buffer it writes (plans use distinct buffers, in-place calls
 // are refused), which lets the compiler keep loads in the read-only cache path.
@@ -36,7 +40,7 @@ VEC2 at(uint b, uint k, uint inner) { return src[(b * IN_AXIS + k) * INNER + inn
 
 void main() {
     // lines_total counts output elements here.
-    uint e = flat_group_id(pc.group_base) * 256u + gl_LocalInvocationID.x;
+    uint e = flat_group_id(pc.group_base) * uint(GROUP) + gl_LocalInvocationID.x;
     if (e >= pc.lines_total) return;
     uint inner = e % INNER;
     uint k = (e / INNER) % OUT_AXIS;

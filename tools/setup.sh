@@ -13,6 +13,7 @@ APT_PACKAGES=(
   mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-tools   # lavapipe + loader + headers
   libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libopengl0      # llvmpipe through EGL (headless GL)
   libfmt-dev glslang-tools cmake g++ make xvfb
+  spirv-tools                                                   # spirv-val: tests/test_profiles.py
 )
 
 say() { printf '[setup] %s\n' "$*"; }

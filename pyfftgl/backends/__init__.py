@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import threading
 
+from .. import profiles
 from .base import BackendUnavailable, Device, DeviceError
 
 BACKENDS = ("vulkan", "gl")
@@ -29,7 +30,7 @@ def get_device(backend: str | Device | None = None) -> Device:
     remembered so that later calls fail fast.
     """
     if isinstance(backend, Device):
-        return backend
+        return profiles.fit(backend)
     if backend is None:
         backend = _default or "auto"
     if not isinstance(backend, str) or backend not in BACKENDS + ("auto",):
@@ -38,15 +39,18 @@ def get_device(backend: str | Device | None = None) -> Device:
         names = BACKENDS if backend == "auto" else (backend,)
         reasons = []
         for name in names:
-            if name in _devices:
-                return _devices[name]
-            if name not in _errors:
-                try:
-                    _devices[name] = _open(name)
-                    return _devices[name]
-                except BackendUnavailable as e:
-                    _errors[name] = e
-            reasons.append(f"{name}: {_errors[name]}")
+            try:  # the device profile in force (pyfftgl.profiles) may refuse the API or driver
+                profiles.check_api(name)
+                if name not in _devices and name not in _errors:
+                    try:
+                        _devices[name] = _open(name)
+                    except BackendUnavailable as e:
+                        _errors[name] = e
+                if name in _devices:
+                    return profiles.fit(_devices[name])
+                reasons.append(f"{name}: {_errors[name]}")
+            except BackendUnavailable as e:
+                reasons.append(f"{name}: {e}")
         raise BackendUnavailable("no usable pyfftgl backend. " + "; ".join(reasons))
 
 

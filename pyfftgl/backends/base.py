@@ -49,6 +49,7 @@ class DeviceInfo:
     limits: Limits
     is_software: bool  # lavapipe / llvmpipe: CPU emulation of a GPU
     float64: bool = False  # the kernels may compute in double (PRECISION 64)
+    profile: str = ""  # the device profile (pyfftgl.profiles) the limits are held to, if any
 
 
 class Buffer(abc.ABC):

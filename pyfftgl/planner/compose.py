@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..limits import Limits
-from .abi import COMPLEX64_BYTES
+from .abi import COMPLEX64_BYTES, REALFFT_GROUP
 from .factors import _axis_factors, _line_pass, _tiled_pass, smooth_length, stockham_pass
 from .passes import Layout, RealPass, StockhamPass
 from .records import BluesteinKernelKey, ChirpKey, Step
@@ -218,7 +218,9 @@ class _Draft:
         inner, n_in = math.prod(self.cur[ax + 1:]), self.cur[ax]
         self.cur[ax] = n_out_axis
         elems = math.prod(self.cur) // (1 if self.whole else self.cur[0])
-        self.passes.append(RealPass(mode, nreal, n_in, n_out_axis, inner, scale, elems))
+        group = min(REALFFT_GROUP, self.limits.max_invocations, self.limits.max_group_size[0])
+        self.passes.append(RealPass(mode, nreal, n_in, n_out_axis, inner, scale, elems,
+                                    group=group))
         self.sizes.append(math.prod(self.cur))
 
     def add_fused(self, p, ax: int, n_out_axis: int, algorithm: str | None = None) -> None:

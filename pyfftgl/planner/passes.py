@@ -259,9 +259,9 @@ class RealPass:
     per_unit: int  # output elements per chunk unit
     src_buf: str = "in"
     dst_buf: str = "out"
+    group: int = REALFFT_GROUP  # invocations per workgroup: fewer where the device allows fewer
 
     kernel = "realfft.comp"
-    GROUP = REALFFT_GROUP
     UNPACK, PACK, CROP, EXTEND = 1, 2, 3, 4
     n = property(lambda self: self.nreal)
     radices = ()
@@ -277,6 +277,8 @@ class RealPass:
              "SCALE": float_literal(self.scale), "INVERSE": 0}
         if self.mode in (1, 2):
             d["TW_OFFSET"] = f"{(offsets or {}).get(TwiddleKey(self.nreal), 0)}u"
+        if self.group != REALFFT_GROUP:  # the kernel's default: sources stay as they were
+            d["GROUP"] = self.group
         return d
 
     def line_count(self, units: int) -> int:
@@ -286,9 +288,9 @@ class RealPass:
         return [self.line_count(units), group_base, 0, 0, 0, 0]
 
     def groups(self, units: int) -> int:
-        return -(-self.line_count(units) // self.GROUP)
+        return -(-self.line_count(units) // self.group)
 
     def values_per_group(self) -> int:
         """Complex values a workgroup reads and writes: per output element, an unpack or pack
         reads two inputs and a twiddle and writes one, a crop or extend copies one."""
-        return self.GROUP * (4 if self.mode in (self.UNPACK, self.PACK) else 2)
+        return self.group * (4 if self.mode in (self.UNPACK, self.PACK) else 2)
