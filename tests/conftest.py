@@ -13,8 +13,11 @@ import pytest
 # llvmpipe and lavapipe compile a kernel for 4-wide rather than 8-wide vectors about a quarter
 # faster, and compiling is most of what the suite does on them; GPU drivers ignore the variable.
 os.environ.setdefault("LP_NATIVE_VECTOR_WIDTH", "128")
+# KHR_debug output on every GL context the library makes (backends/gl.py), read before import.
+os.environ.setdefault("PYFFTGL_GL_DEBUG", "1")
 
 from pyfftgl.backends import get_device
+from pyfftgl.backends import gl as gl_backend
 
 BACKENDS = ("vulkan", "gl")
 EPS32 = float(np.finfo(np.float32).eps)
@@ -95,6 +98,16 @@ def vulkan_layer_clean():
     for line in errors:
         ids[line.split("(")[0]] = ids.get(line.split("(")[0], 0) + 1
     assert not errors, f"validation-layer errors {ids}; the first: {errors[0][:600]}"
+
+
+@pytest.fixture(autouse=True)
+def gl_debug_clean():
+    """The test fails on any message of type ERROR that GL's debug output (KHR_debug, on every
+    context the library makes) reported while it ran."""
+    start = len(gl_backend.debug_errors)
+    yield
+    errors = gl_backend.debug_errors[start:]
+    assert not errors, f"{len(errors)} GL debug error(s): {errors[:5]}"
 
 
 def pytest_sessionfinish(session):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -58,6 +59,36 @@ def gl_proc(name: str, restype, *argtypes):
     if not addr:
         raise OSError(f"no GL entry point {name}")
     return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
+
+
+# KHR_debug output where PYFFTGL_GL_DEBUG=1 (tests/conftest.py sets it): every context the library
+# makes reports to _on_debug_message as each GL call errs, and messages of type ERROR are kept in
+# debug_errors for the tests to check.
+DEBUG_OUTPUT = os.environ.get("PYFFTGL_GL_DEBUG") == "1"
+debug_errors: list[str] = []
+GL_DEBUG_OUTPUT, GL_DEBUG_OUTPUT_SYNCHRONOUS, GL_DEBUG_TYPE_ERROR = 0x92E0, 0x8242, 0x824C
+_DEBUG_PROC = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                               ctypes.c_uint32, ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p)
+
+
+@_DEBUG_PROC
+def _on_debug_message(source, kind, ident, severity, length, message, user):
+    if kind == GL_DEBUG_TYPE_ERROR:
+        debug_errors.append(f"{message.decode(errors='replace')} (id {ident:#x})")
+
+
+def debug_output_on() -> bool:
+    """KHR_debug output on for the context current on this thread, synchronous (the callback
+    runs inside the call that errs); False where there is no glDebugMessageCallback."""
+    try:
+        set_callback = gl_proc("glDebugMessageCallback", None, _DEBUG_PROC, ctypes.c_void_p)
+        enable = gl_proc("glEnable", None, ctypes.c_uint32)
+    except OSError:
+        return False
+    enable(GL_DEBUG_OUTPUT)
+    enable(GL_DEBUG_OUTPUT_SYNCHRONOUS)
+    set_callback(_on_debug_message, None)
+    return True
 
 
 class _EGL:
@@ -134,6 +165,7 @@ class _ThreadContext:
 
     def __init__(self, dev: "GLDevice", handle: int, owned: bool):
         self.dev, self.handle, self.owned = dev, handle, owned
+        self.debug = False  # KHR_debug output turned on (DEBUG_OUTPUT), once it is current
 
     def __del__(self):
         # No device lock: only this thread uses this context, and a daemon thread stopped at
@@ -353,6 +385,25 @@ class GLSubmission(Submission):
             return out
 
 
+def _too_old(version_code: int) -> str:
+    return (f"OpenGL {version_code // 100}.{version_code % 100 // 10} has no compute shaders; "
+            "pyfftgl needs OpenGL 4.3 or newer (macOS stops at 4.1: use the Vulkan backend "
+            "through MoltenVK there)")
+
+
+def _offered_version(moderngl) -> int | None:
+    """The version of the context EGL makes without a version asked for (None where it makes
+    none): what the driver offers, where a 4.3 context failed."""
+    try:
+        ctx = moderngl.create_standalone_context(backend="egl")
+    except Exception:  # glcontext raises plain Exceptions
+        return None
+    try:
+        return ctx.version_code
+    finally:
+        ctx.release()
+
+
 class GLDevice(Device):
     """`vulkan_memory`: take the memory of buffers of VULKAN_MEMORY_MIN_BYTES or more from Vulkan
     where the drivers share it (see _vkmemory). After the first such buffer, `vulkan_memory` says
@@ -370,13 +421,14 @@ class GLDevice(Device):
             try:
                 ctx = moderngl.create_standalone_context(require=430, backend="egl")
             except Exception as e:  # glcontext raises plain Exceptions
+                offered = _offered_version(moderngl)
+                if offered is not None and offered < 430:
+                    raise BackendUnavailable(_too_old(offered)) from e
                 raise BackendUnavailable(
                     f"no headless OpenGL 4.3 context via EGL ({e}): install a GPU driver with EGL, "
                     "or Mesa's llvmpipe (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri)") from e
         if ctx.version_code < 430:
-            raise BackendUnavailable(
-                f"OpenGL {ctx.version_code // 100}.{ctx.version_code % 100 // 10} has no compute "
-                "shaders; pyfftgl needs OpenGL 4.3 or newer")
+            raise BackendUnavailable(_too_old(ctx.version_code))
         if own:
             # Release GL objects when Python drops them, at the next call (the collector may
             # run on a thread without the context); ModernGL's default keeps every buffer and
@@ -433,6 +485,7 @@ class GLDevice(Device):
         if own and self._handle:
             self._display = self._egl.state()[0]
             self._local.tc = _ThreadContext(self, self._handle, owned=False)
+            self._local.tc.debug = DEBUG_OUTPUT and debug_output_on()
             if before and before[3]:
                 egl.restore(before)
             _OWN_DEVICES.add(self)
@@ -457,6 +510,8 @@ class GLDevice(Device):
             if not self._egl.make_current(self._display, tc.handle):
                 raise RuntimeError(f"eglMakeCurrent failed (EGL error "
                                    f"{self._egl.lib.eglGetError():#x}) for this thread's context")
+            if DEBUG_OUTPUT and not tc.debug:
+                tc.debug = debug_output_on()
         if self._fence is not None and self._fence_ctx != tc.handle:
             self._sync[1](self._fence, 0, ctypes.c_uint64(0xFFFFFFFFFFFFFFFF))  # GPU-side wait
             self._sync[2](self._fence)  # this context's later calls are ordered after it
