@@ -16,6 +16,7 @@ dispatches and after the last.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import os
 import sys
@@ -71,10 +72,24 @@ _DEBUG_PROC = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_
                                ctypes.c_uint32, ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p)
 
 
+_expecting = threading.local()  # depth of expected_errors() on this thread
+
+
 @_DEBUG_PROC
 def _on_debug_message(source, kind, ident, severity, length, message, user):
-    if kind == GL_DEBUG_TYPE_ERROR:
+    if kind == GL_DEBUG_TYPE_ERROR and not getattr(_expecting, "depth", 0):
         debug_errors.append(f"{message.decode(errors='replace')} (id {ident:#x})")
+
+
+@contextlib.contextmanager
+def expected_errors():
+    """GL calls that may fail by design, their errors read with glGetError (a probe of what
+    the driver can do): not reported as debug errors."""
+    _expecting.depth = getattr(_expecting, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _expecting.depth -= 1
 
 
 def debug_output_on() -> bool:
@@ -693,7 +708,8 @@ class GLDevice(Device):
             if self._vkmemory is None:
                 from ._vkmemory import VulkanMemory
                 self._vkmemory = VulkanMemory(self.ctx)
-            buf, release = self._vkmemory.buffer(nbytes)
+            with expected_errors():  # GL_OUT_OF_MEMORY where GL cannot import the memory
+                buf, release = self._vkmemory.buffer(nbytes)
         except OSError as e:
             if not self._vkmemory_worked:
                 self.vulkan_memory, self.vulkan_memory_note = False, str(e)
