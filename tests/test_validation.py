@@ -10,6 +10,7 @@ runs the same on a GPU and counts the errors per VUID.
 """
 import ctypes
 import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ LAYER = "VK_LAYER_KHRONOS_validation"
 TESTS = Path(__file__).resolve().parent
 TIER = [str(TESTS / "validation_tier.py"), str(TESTS / "test_render_loop.py")]
 TIER_SELECTION = "vulkan or validation_tier"
+layer_settings = runpy.run_path(str(TESTS.parent / "tools" / "validate_gpu.py"))["layer_settings"]
 
 
 class _LayerProperties(ctypes.Structure):
@@ -42,12 +44,7 @@ def layer_env(directory: Path) -> dict:
     `directory` that conftest.py reads; the session's errors end up in summary.txt there."""
     log, summary = directory / "layer.log", directory / "summary.txt"
     settings = directory / "vk_layer_settings.txt"
-    settings.write_text(
-        "khronos_validation.enables = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT\n"
-        "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
-        f"khronos_validation.log_filename = {log}\n"
-        "khronos_validation.report_flags = error\n"
-        "khronos_validation.enable_message_limit = false\n")
+    settings.write_text(layer_settings(log))
     return dict(os.environ, VK_INSTANCE_LAYERS=LAYER, VK_LAYER_SETTINGS_PATH=str(settings),
                 PYFFTGL_VK_LAYER_LOG=str(log), PYFFTGL_VK_LAYER_SUMMARY=str(summary))
 
