@@ -17,7 +17,7 @@ os.environ.setdefault("LP_NATIVE_VECTOR_WIDTH", "128")
 os.environ.setdefault("PYFFTGL_GL_DEBUG", "1")
 
 from pyfftgl.backends import get_device
-from pyfftgl.backends import gl as gl_backend
+from pyfftgl.backends import gldebug
 
 BACKENDS = ("vulkan", "gl")
 EPS32 = float(np.finfo(np.float32).eps)
@@ -104,9 +104,9 @@ def vulkan_layer_clean():
 def gl_debug_clean():
     """The test fails on any message of type ERROR that GL's debug output (KHR_debug, on every
     context the library makes) reported while it ran."""
-    start = len(gl_backend.debug_errors)
+    start = len(gldebug.debug_errors)
     yield
-    errors = gl_backend.debug_errors[start:]
+    errors = gldebug.debug_errors[start:]
     assert not errors, f"{len(errors)} GL debug error(s): {errors[:5]}"
 
 

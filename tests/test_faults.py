@@ -16,7 +16,7 @@ import pyfftgl
 from pyfftgl import planner, shaders
 from pyfftgl.backends import get_device
 from pyfftgl.backends.base import Dispatch
-from pyfftgl.backends.gl import expected_errors
+from pyfftgl.backends.gldebug import expected_errors
 
 from conftest import assert_accurate
 

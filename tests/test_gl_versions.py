@@ -7,10 +7,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 
 from pyfftgl.backends import get_device
-from pyfftgl.backends import gl as gl_backend
+from pyfftgl.backends import gldebug
+from pyfftgl.backends.gl import gl_proc
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,15 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_gl_debug_output_reports_an_error_as_the_call_makes_it():
     """The fixture that fails GL tests on debug messages of type ERROR would pass vacuously if
     the library's contexts reported none: an invalid enum is reported inside the call."""
-    assert gl_backend.DEBUG_OUTPUT
+    assert gldebug.DEBUG_OUTPUT
     dev = get_device("gl")
-    start = len(gl_backend.debug_errors)
+    start = len(gldebug.debug_errors)
     with dev.current():
-        bind = gl_backend.gl_proc("glBindBuffer", None, ctypes.c_uint32, ctypes.c_uint32)
+        bind = gl_proc("glBindBuffer", None, ctypes.c_uint32, ctypes.c_uint32)
         bind(0xDEAD, 0)
-        reported = gl_backend.debug_errors[start:]
+        reported = gldebug.debug_errors[start:]
         assert dev.ctx.error == "GL_INVALID_ENUM"  # read (and cleared) for the fixtures
-    del gl_backend.debug_errors[start:]
+    del gldebug.debug_errors[start:]
     assert len(reported) == 1 and "0xdead" in reported[0].lower(), reported
 
 

@@ -6,7 +6,7 @@ works with any kp: under patch level 11 it counts the errors that level 12 and p
 barriers fix (docs/drivers.md). The layer logs to a FIFO read here, since it reopens, and so
 truncates, its log file for every VkInstance.
 
-    python tools/validate_gpu.py [more pytest arguments]
+    python tools/validate_gpu.py [more pytest arguments]    (from a checkout's root)
 
 Exit status: 0 when the layer ran and reported no error, 1 when it reported errors, 2 when it
 never ran (not found).
@@ -20,7 +20,6 @@ import tempfile
 import threading
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 LAYER = "VK_LAYER_KHRONOS_validation"
 TESTS = ["tests/test_render_loop.py", "tests/test_device_arrays.py", "tests/test_threads.py"]
 ERROR = re.compile(r"^(\S+)\(ERROR\b")
@@ -58,7 +57,7 @@ def main(argv) -> int:
         env.pop("PYFFTGL_VK_LAYER_LOG", None)  # tests/conftest.py's own reader stays off
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "vulkan",
                *TESTS, *argv]
-        run = subprocess.run(cmd, cwd=ROOT, env=env, text=True, capture_output=True)
+        run = subprocess.run(cmd, env=env, text=True, capture_output=True)
         with open(log, "w") as f:
             f.write(END)
         done.wait(60)

@@ -16,9 +16,7 @@ dispatches and after the last.
 from __future__ import annotations
 
 import collections
-import contextlib
 import ctypes
-import os
 import sys
 import threading
 import time
@@ -28,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import wisdom
+from .gldebug import DEBUG_OUTPUT, debug_output_on, expected_errors
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Image, Limits, Program,
                    Submission)
 
@@ -60,50 +59,6 @@ def gl_proc(name: str, restype, *argtypes):
     if not addr:
         raise OSError(f"no GL entry point {name}")
     return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
-
-
-# KHR_debug output where PYFFTGL_GL_DEBUG=1 (tests/conftest.py sets it): every context the library
-# makes reports to _on_debug_message as each GL call errs, and messages of type ERROR are kept in
-# debug_errors for the tests to check.
-DEBUG_OUTPUT = os.environ.get("PYFFTGL_GL_DEBUG") == "1"
-debug_errors: list[str] = []
-GL_DEBUG_OUTPUT, GL_DEBUG_OUTPUT_SYNCHRONOUS, GL_DEBUG_TYPE_ERROR = 0x92E0, 0x8242, 0x824C
-_DEBUG_PROC = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
-                               ctypes.c_uint32, ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p)
-
-
-_expecting = threading.local()  # depth of expected_errors() on this thread
-
-
-@_DEBUG_PROC
-def _on_debug_message(source, kind, ident, severity, length, message, user):
-    if kind == GL_DEBUG_TYPE_ERROR and not getattr(_expecting, "depth", 0):
-        debug_errors.append(f"{message.decode(errors='replace')} (id {ident:#x})")
-
-
-@contextlib.contextmanager
-def expected_errors():
-    """GL calls that may fail by design, their errors read with glGetError (a probe of what
-    the driver can do): not reported as debug errors."""
-    _expecting.depth = getattr(_expecting, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _expecting.depth -= 1
-
-
-def debug_output_on() -> bool:
-    """KHR_debug output on for the context current on this thread, synchronous (the callback
-    runs inside the call that errs); False where there is no glDebugMessageCallback."""
-    try:
-        set_callback = gl_proc("glDebugMessageCallback", None, _DEBUG_PROC, ctypes.c_void_p)
-        enable = gl_proc("glEnable", None, ctypes.c_uint32)
-    except OSError:
-        return False
-    enable(GL_DEBUG_OUTPUT)
-    enable(GL_DEBUG_OUTPUT_SYNCHRONOUS)
-    set_callback(_on_debug_message, None)
-    return True
 
 
 class _EGL:
@@ -500,7 +455,7 @@ class GLDevice(Device):
         if own and self._handle:
             self._display = self._egl.state()[0]
             self._local.tc = _ThreadContext(self, self._handle, owned=False)
-            self._local.tc.debug = DEBUG_OUTPUT and debug_output_on()
+            self._local.tc.debug = DEBUG_OUTPUT and debug_output_on(gl_proc)
             if before and before[3]:
                 egl.restore(before)
             _OWN_DEVICES.add(self)
@@ -526,7 +481,7 @@ class GLDevice(Device):
                 raise RuntimeError(f"eglMakeCurrent failed (EGL error "
                                    f"{self._egl.lib.eglGetError():#x}) for this thread's context")
             if DEBUG_OUTPUT and not tc.debug:
-                tc.debug = debug_output_on()
+                tc.debug = debug_output_on(gl_proc)
         if self._fence is not None and self._fence_ctx != tc.handle:
             self._sync[1](self._fence, 0, ctypes.c_uint64(0xFFFFFFFFFFFFFFFF))  # GPU-side wait
             self._sync[2](self._fence)  # this context's later calls are ordered after it
