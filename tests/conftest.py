@@ -3,6 +3,9 @@
 A missing backend is a failure, not a skip: CI must prove the kernels on both APIs.
 """
 import os
+import re
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -10,8 +13,11 @@ import pytest
 # llvmpipe and lavapipe compile a kernel for 4-wide rather than 8-wide vectors about a quarter
 # faster, and compiling is most of what the suite does on them; GPU drivers ignore the variable.
 os.environ.setdefault("LP_NATIVE_VECTOR_WIDTH", "128")
+# KHR_debug output on every GL context the library makes (backends/gl.py), read before import.
+os.environ.setdefault("PYFFTGL_GL_DEBUG", "1")
 
 from pyfftgl.backends import get_device
+from pyfftgl.backends import gldebug
 
 BACKENDS = ("vulkan", "gl")
 EPS32 = float(np.finfo(np.float32).eps)
@@ -30,6 +36,86 @@ def pytest_collection_modifyitems(items):
         if item.path.name in QUICK_MODULES:
             item.add_marker(pytest.mark.quick)
     items.sort(key=lambda item: item.path.name not in HEAVY_MODULES)  # stable: order kept within
+
+
+class _LayerLog:
+    """The messages of Khronos' validation layer, read from the FIFO its settings name as the
+    log (khronos_validation.log_filename): the layer reopens that file, truncating it, for each
+    VkInstance, so a FIFO read by a thread keeps every message. tests/test_validation.py sets
+    PYFFTGL_VK_LAYER_LOG in the subprocess that runs its tier."""
+
+    ERROR = re.compile(r"^(\S+)\(ERROR\b")
+    MARK = "pyfftgl-layer-log-mark"
+
+    def __init__(self, path: str):
+        self.path = path
+        if not os.path.exists(path):
+            os.mkfifo(path)
+        self.lines: list[str] = []
+        self._marks = 0
+        self._seen = {}  # marker number -> lines read before it
+        threading.Thread(target=self._read, daemon=True, name="vk-layer-log").start()
+
+    def _read(self):
+        while True:  # each writer (an instance of the layer, or sync()) ends with EOF
+            with open(self.path, errors="replace") as f:
+                for line in f:
+                    if line.startswith(self.MARK):
+                        self._seen[int(line.split()[1])] = len(self.lines)
+                    else:
+                        self.lines.append(line)
+
+    def sync(self) -> int:
+        """The number of lines read once everything the layer has written so far is read: the
+        layer flushes each message as it reports it, so a marker written after it follows it."""
+        self._marks += 1
+        n = self._marks
+        with open(self.path, "w") as f:
+            f.write(f"{self.MARK} {n}\n")
+        deadline = time.monotonic() + 30
+        while n not in self._seen:
+            assert time.monotonic() < deadline, "the validation layer's log stopped being read"
+            time.sleep(0.001)
+        return self._seen.pop(n)
+
+    def errors(self, start: int, stop: int) -> list[str]:
+        return [line for line in self.lines[start:stop] if self.ERROR.match(line)]
+
+
+_LAYER_LOG = _LayerLog(os.environ["PYFFTGL_VK_LAYER_LOG"]) \
+    if os.environ.get("PYFFTGL_VK_LAYER_LOG") else None
+
+
+@pytest.fixture(autouse=_LAYER_LOG is not None)
+def vulkan_layer_clean():
+    """Under the validation layer (tests/test_validation.py): the test fails on any error the
+    layer reports while it runs."""
+    start = _LAYER_LOG.sync()
+    yield
+    stop = _LAYER_LOG.sync()
+    errors = _LAYER_LOG.errors(start, stop)
+    ids = {}
+    for line in errors:
+        ids[line.split("(")[0]] = ids.get(line.split("(")[0], 0) + 1
+    assert not errors, f"validation-layer errors {ids}; the first: {errors[0][:600]}"
+
+
+@pytest.fixture(autouse=True)
+def gl_debug_clean():
+    """The test fails on any message of type ERROR that GL's debug output (KHR_debug, on every
+    context the library makes) reported while it ran."""
+    start = len(gldebug.debug_errors)
+    yield
+    errors = gldebug.debug_errors[start:]
+    assert not errors, f"{len(errors)} GL debug error(s): {errors[:5]}"
+
+
+def pytest_sessionfinish(session):
+    """Under the validation layer: every error of the session, one line each, for the parent."""
+    out = os.environ.get("PYFFTGL_VK_LAYER_SUMMARY")
+    if _LAYER_LOG is not None and out:
+        with open(out, "w") as f:
+            f.writelines(_LAYER_LOG.errors(0, _LAYER_LOG.sync()))
 
 
 @pytest.fixture(params=BACKENDS)

@@ -51,21 +51,29 @@ def test_vulkan_calls_made_while_the_gpu_is_busy_share_a_submission():
     """Each submission leaves NVIDIA's GPU idle for about 5 us, so calls made while the GPU is
     busy are held and submitted together (at most VulkanDevice.HOLD of them): eight calls behind
     a busy GPU take fewer than eight submissions, flush() submits what is held without waiting,
-    and the last call's result is right."""
+    and every call's result is right: each call has an input and output of its own (scaled
+    copies of one image), so a call that read or overwrote another's data, or a work buffer
+    another call was still using, gives a wrong answer."""
     dev = get_device("vulkan")
     shape = (256, 512) if dev.info.is_software else (8192, 8192)
     x, p, d, o = _loop("vulkan", shape, 8)
-    p(d, out=o)
+    xs = [x * np.complex64(k + 1 + 1j) for k in range(8)]
+    ins = [pyfftgl.asarray(v, backend="vulkan") for v in xs]
+    outs = [pyfftgl.asarray(np.zeros(shape, np.complex64), backend="vulkan") for _ in xs]
+    for i, out in zip(ins, outs):  # recorded before the loop, so that issuing calls is quick
+        p(i, out=out)
     dev.finish()
+    p(d, out=o)
     before = dev.submissions
-    for _ in range(8):
-        p(d, out=o)
+    for i, out in zip(ins, outs):
+        p(i, out=out)
     assert dev._held, "no call held back while the GPU was busy"
     dev.flush()
     assert not dev._held
     assert dev.submissions - before < 8
     dev.finish()
-    assert_accurate(o.get(), np.fft.fft2(x.astype(np.complex128)), x.size)
+    for v, out in zip(xs, outs):
+        assert_accurate(out.get(), np.fft.fft2(v.astype(np.complex128)), x.size)
 
 
 def test_vulkan_calls_overlap_only_where_nothing_they_touch_is_in_flight():
@@ -74,13 +82,19 @@ def test_vulkan_calls_overlap_only_where_nothing_they_touch_is_in_flight():
     and writes nothing they read or write. A loop of one two-pass plan does (its calls
     alternate work buffers); a call reading what the one before wrote, a one-pass call writing
     what the one before wrote or read, and the first call after host transfers do not; a
-    one-pass call touching nothing in flight does. Every result is right."""
+    one-pass call touching nothing in flight does. Every call's result differs from every
+    other's, so a call that ran before what it waits for gives a wrong answer, and every
+    result is right (bounds of as many transforms as made it)."""
     dev = get_device("vulkan")
     x = random_complex((64, 96), seed=21)
     fwd = pyfftgl.plan(x.shape, np.complex64, kind="fft2", backend="vulkan")
     rows = pyfftgl.plan(x.shape, np.complex64, kind="fft", backend="vulkan")
     assert [len(p.device_plans[0].passes) for p in (fwd, rows)] == [2, 1]
-    a, b, c, d = (pyfftgl.asarray(v, backend="vulkan") for v in (x, 0 * x, 0 * x, 0 * x))
+    xs = [x * np.complex64(k + 1 + 1j) for k in range(7)]  # each call's own input and result
+    ins = [pyfftgl.asarray(v, backend="vulkan") for v in xs]
+    outs = [pyfftgl.asarray(0 * x, backend="vulkan") for _ in xs]
+    a, c, d = (pyfftgl.asarray(0 * x, backend="vulkan") for _ in range(3))
+    b = outs[-1]
 
     def overlaps(plan, src, out):
         before = dev.overlapped
@@ -88,36 +102,51 @@ def test_vulkan_calls_overlap_only_where_nothing_they_touch_is_in_flight():
         return dev.overlapped - before
 
     dev.finish()
-    assert overlaps(fwd, a, b) == 0  # after host transfers: what is in flight is unknown
-    assert [overlaps(fwd, a, b) for _ in range(6)] == [1] * 6  # b <- fft2(a), pass 1 writes w0
+    assert overlaps(fwd, ins[0], outs[0]) == 0  # after host transfers: in flight is unknown
+    # out_k <- fft2(in_k): pass 1 of each call writes the work buffer the call before did not
+    assert [overlaps(fwd, i, o) for i, o in zip(ins[1:], outs[1:])] == [1] * 6
     assert fwd.device_plans[0]._other_work is not None
     assert overlaps(fwd, b, c) == 0  # reads b, which the last pass wrote
     assert overlaps(rows, c, a) == 0  # reads c, which the last pass wrote
-    assert overlaps(rows, c, a) == 0  # writes a, which the call before wrote
-    assert overlaps(rows, b, c) == 0  # writes c, which the call before read
+    assert overlaps(rows, b, a) == 0  # writes a, which the call before wrote
+    assert overlaps(rows, c, b) == 0  # writes b, which the call before read
     assert overlaps(rows, a, d) == 1  # reads a, writes d: neither in flight
-    ref_b = np.fft.fft2(x.astype(np.complex128))
-    ref_a = np.fft.fft(np.fft.fft2(ref_b), axis=-1)
-    for got, ref in ((b, ref_b), (c, np.fft.fft(ref_b, axis=-1)), (a, ref_a),
-                     (d, np.fft.fft(ref_a, axis=-1))):
-        assert_accurate(got.get(), ref, x.size, factor=4)
+    f2 = np.fft.fft2(xs[-1].astype(np.complex128))
+    ref = {"c": (np.fft.fft2(f2), 2), "a": (np.fft.fft(f2, axis=-1), 2),
+           "b": (np.fft.fft(np.fft.fft2(f2), axis=-1), 3),
+           "d": (np.fft.fft(np.fft.fft(f2, axis=-1), axis=-1), 3)}
+    for v, out in zip(xs[:-1], outs[:-1]):
+        assert_accurate(out.get(), np.fft.fft2(v.astype(np.complex128)), x.size)
+    for name, got in (("a", a), ("b", b), ("c", c), ("d", d)):
+        want, transforms = ref[name]
+        assert_accurate(got.get(), want, x.size, factor=transforms)
 
 
 @pytest.mark.quick
 @pytest.mark.parametrize("backend", ["vulkan", "gl"])
 def test_calls_in_flight_stay_ordered(backend):
-    """A chain of device-resident calls, none waited for, reads what the one before wrote."""
-    x = random_complex((64, 96), seed=12)
-    fwd = pyfftgl.plan(x.shape, np.complex64, kind="fft2", backend=backend)
-    inv = pyfftgl.plan(x.shape, np.complex64, kind="ifft2", backend=backend)
-    a = pyfftgl.asarray(x, backend=backend)
-    b = pyfftgl.asarray(np.zeros_like(x), backend=backend)
-    for _ in range(33):  # more than the calls a plan keeps in flight (VkSubmission.RING)
-        fwd(a, out=b)
-        inv(b, out=a)
+    """A chain of device-resident calls, none waited for, each reading what the one before
+    wrote: call k transforms buffer k into buffer k + 1. Every buffer starts with data of its
+    own and every call's result differs from every other's (fft2 four times is the identity,
+    so every fourth call also scales by sqrt(N)), so a call that read its input before the call
+    before wrote it gives a wrong answer; each result is checked against numpy's transform of
+    the input as the device holds it, to one transform's bounds."""
+    shape = (64, 96)
+    ortho = pyfftgl.plan(shape, np.complex64, kind="fft2", norm="ortho", backend=backend)
+    scaled = pyfftgl.plan(shape, np.complex64, kind="fft2", backend=backend)
+    calls = 40  # more than VulkanDevice.HOLD and VkSubmission.RING
+    bufs = [pyfftgl.asarray(random_complex(shape, seed=100 + k), backend=backend)
+            for k in range(calls + 1)]
+    norms = []
+    for k in range(calls):
+        p, norm = (scaled, "backward") if k % 4 == 0 else (ortho, "ortho")
+        p(bufs[k], out=bufs[k + 1])
+        norms.append(norm)
     get_device(backend).flush()  # starts them; the reads below wait
-    assert_accurate(a.get(), x, x.size, factor=33 * 1.5)
-    assert_accurate(b.get(), np.fft.fft2(x.astype(np.complex128)), x.size, factor=33 * 1.5)
+    got = [b.get() for b in bufs]
+    for k, norm in enumerate(norms):
+        want = np.fft.fft2(got[k].astype(np.complex128), norm=norm)
+        assert_accurate(got[k + 1], want, want.size)
 
 
 def _storage(buf) -> tuple[int, int]:

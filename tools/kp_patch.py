@@ -54,12 +54,27 @@
    masks) in one vkCmdPipelineBarrier, where kp recorded one buffer barrier per tensor and none
    for an empty list: one call orders everything a submission's dispatches touch.
 
-11. Several sequences in one submission. Sequence.eval_async_after(before) submits the command
-   buffers of `before`, then its own, in one vkQueueSubmit that signals its own fence (the caller
-   waits for all of them through it), and Sequence.is_done() reads that fence without waiting.
-   On NVIDIA's driver each submission left the GPU idle for about 5 us (H100: fft2 1024^2 ran
-   21.3 us per call submitted one by one, 16.8 with four calls in a submission, for 15.8 us of
-   GPU work), so pyfftgl/backends/vulkan.py submits the calls made while the GPU is busy together.
+11. Sequence.is_done() reads the fence of the last evalAsync without waiting, so that
+   pyfftgl/backends/vulkan.py can hold the calls made while the GPU is busy and record them into
+   one command buffer (on NVIDIA's driver each submission left the GPU idle for about 5 us).
+
+12. Clean under Khronos' validation layer (docs/drivers.md, tests/test_validation.py):
+   - command pools have the reset bit: pyfftgl records a sequence again (Sequence.clear, merged
+     calls), and beginning a used command buffer from a pool without it is invalid
+     (VUID-vkBeginCommandBuffer-commandBuffer-00050);
+   - storage tensors have transfer usage: pyfftgl copies to and from them
+     (VUID-vkCmdCopyBuffer-srcBuffer-00118, -dstBuffer-00120);
+   - the device's queue families are queried even when the caller names them: the layer checks
+     a family index against the count the instance was told, and pyfftgl names NVIDIA's
+     compute-only family (VUID-VkDeviceQueueCreateInfo-queueFamilyIndex-00381); an index past
+     the count is an error here;
+   - portability enumeration (VK_KHR_portability_enumeration and the instance flag) where the
+     loader offers it, and VK_KHR_portability_subset where the device has it: MoltenVK's
+     devices are listed only to such an instance;
+   - no layers unless asked for (VK_INSTANCE_LAYERS or KOMPUTE_ENV_DEBUG_LAYERS): kp enabled
+     the validation layer wherever it was installed, which made every program slow;
+   - patch 11's Sequence.eval_async_after is gone (pyfftgl records merged calls into one
+     command buffer instead).
 
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
@@ -68,7 +83,7 @@ import sys
 from pathlib import Path
 
 # The patch level: builds of kp are cached and checked per level, so bump it with any change here.
-LEVEL = 11
+LEVEL = 12
 
 MARK = "// pyfftgl: one fence per Sequence"
 EDITS = [
@@ -377,59 +392,109 @@ GLOBAL_BARRIER_EDITS = [
 ]
 
 
-BATCH_MARK = "// pyfftgl: batched submission"
-BATCH_HEADER_EDITS = [
+DONE_MARK = "// pyfftgl: fence status"
+DONE_HEADER_EDITS = [
     ("    bool isRunning() const;\n",
      "    bool isRunning() const;\n\n"
-     f"    {BATCH_MARK}\n"
-     "    // Submit before's command buffers, then this one's, in one vkQueueSubmit signalling this\n"
-     "    // Sequence's fence. before are not marked running: their work is done when this is.\n"
-     "    std::shared_ptr<Sequence> evalAsyncAfter(\n"
-     "      const std::vector<std::shared_ptr<Sequence>>& before);\n"
+     f"    {DONE_MARK}\n"
      "    // Whether the last evalAsync's work has finished (its fence signalled), without waiting.\n"
      "    bool isDone() const;\n"),
 ]
-BATCH_EDITS = [
+DONE_EDITS = [
     ("bool\nSequence::isRunning() const\n",
-     f"{BATCH_MARK}\n"
-     "std::shared_ptr<Sequence>\n"
-     "Sequence::evalAsyncAfter(const std::vector<std::shared_ptr<Sequence>>& before)\n{\n"
-     "    std::vector<vk::CommandBuffer> buffers;\n"
-     "    for (const auto& s : before) {\n"
-     "        if (s->mIsRunning) {\n"
-     "            throw std::runtime_error(\n"
-     "              \"Kompute Sequence evalAsyncAfter: a sequence before it is running\");\n"
-     "        }\n"
-     "        if (s->isRecording()) {\n            s->end();\n        }\n"
-     "        for (auto& op : s->mOperations) {\n"
-     "            op->preEval(*s->mCommandBuffer);\n        }\n"
-     "        buffers.push_back(*s->mCommandBuffer);\n    }\n"
-     "    if (this->isRecording()) {\n        this->end();\n    }\n"
-     "    if (this->mIsRunning) {\n"
-     "        throw std::runtime_error(\n"
-     "          \"Kompute Sequence evalAsyncAfter called when an eval async was \"\n"
-     "          \"called without successful wait\");\n    }\n"
-     "    for (auto& op : this->mOperations) {\n"
-     "        op->preEval(*this->mCommandBuffer);\n    }\n"
-     "    buffers.push_back(*this->mCommandBuffer);\n"
-     "    if (!this->mFence) {\n"
-     "        this->mFence = this->mDevice->createFence(vk::FenceCreateInfo());\n    }\n"
-     "    vk::SubmitInfo submitInfo(\n"
-     "      0, nullptr, nullptr, static_cast<uint32_t>(buffers.size()), buffers.data());\n"
-     "    this->mComputeQueue->submit(1, &submitInfo, this->mFence);\n"
-     "    this->mIsRunning = true;\n"
-     "    return shared_from_this();\n}\n\n"
+     f"{DONE_MARK}\n"
      "bool\nSequence::isDone() const\n{\n"
      "    return !this->mIsRunning || !this->mFence ||\n"
      "           this->mDevice->getFenceStatus(this->mFence) != vk::Result::eNotReady;\n}\n\n"
      "bool\nSequence::isRunning() const\n"),
 ]
-BATCH_BINDING_EDITS = [
+DONE_BINDING_EDITS = [
     ('      .def("is_init", &kp::Sequence::isInit, DOC(kp, Sequence, isInit))\n',
      '      .def("is_init", &kp::Sequence::isInit, DOC(kp, Sequence, isInit))\n'
-     f"      {BATCH_MARK}\n"
-     '      .def("eval_async_after", &kp::Sequence::evalAsyncAfter, py::arg("before"))\n'
+     f"      {DONE_MARK}\n"
      '      .def("is_done", &kp::Sequence::isDone)\n'),
+]
+
+
+RESET_MARK = "// pyfftgl: command buffers begun again"
+RESET_EDITS = [
+    ("    vk::CommandPoolCreateInfo commandPoolInfo(vk::CommandPoolCreateFlags(),\n",
+     f"    {RESET_MARK} (Sequence::clear and every record after an eval) need the reset bit\n"
+     "    vk::CommandPoolCreateInfo commandPoolInfo(\n"
+     "      vk::CommandPoolCreateFlagBits::eResetCommandBuffer,\n"),
+]
+
+USAGE_MARK = "// pyfftgl: storage tensors are copied"
+USAGE_EDITS = [
+    ("        case TensorTypes::eStorage:\n"
+     "            return vk::BufferUsageFlagBits::eStorageBuffer;\n",
+     "        case TensorTypes::eStorage:\n"
+     f"            {USAGE_MARK} to and from (OpTensorCopy), which needs transfer usage\n"
+     "            return vk::BufferUsageFlagBits::eStorageBuffer |\n"
+     "                   vk::BufferUsageFlagBits::eTransferSrc |\n"
+     "                   vk::BufferUsageFlagBits::eTransferDst;\n"),
+]
+
+INSTANCE_MARK = "// pyfftgl: instance layers and portability"
+INSTANCE_EDITS = [
+    ("    std::vector<const char*> applicationExtensions;\n",
+     "    std::vector<const char*> applicationExtensions;\n\n"
+     f"    {INSTANCE_MARK}: MoltenVK's devices are listed only to an instance that\n"
+     "    // enables portability enumeration, where the loader offers it.\n"
+     "    bool portability = false;\n"
+     "#ifdef VK_KHR_portability_enumeration\n"
+     "    for (const vk::ExtensionProperties& ext :\n"
+     "         vk::enumerateInstanceExtensionProperties()) {\n"
+     "        if (std::string(ext.extensionName.data()) ==\n"
+     "            VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME) {\n"
+     "            portability = true;\n"
+     "        }\n"
+     "    }\n"
+     "    if (portability) {\n"
+     "        applicationExtensions.push_back(\n"
+     "          VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);\n"
+     "    }\n"
+     "#endif\n"),
+    ("    computeInstanceCreateInfo.pApplicationInfo = &applicationInfo;\n",
+     "    computeInstanceCreateInfo.pApplicationInfo = &applicationInfo;\n"
+     "#ifdef VK_KHR_portability_enumeration\n"
+     "    if (portability) {\n"
+     "        computeInstanceCreateInfo.flags |=\n"
+     "          vk::InstanceCreateFlagBits::eEnumeratePortabilityKHR;\n"
+     "    }\n"
+     "#endif\n"),
+    ("    std::vector<const char*> desiredLayerNames = {\n"
+     "        \"VK_LAYER_LUNARG_assistant_layer\",\n"
+     "        \"VK_LAYER_LUNARG_standard_validation\",\n"
+     "        \"VK_LAYER_KHRONOS_validation\",\n"
+     "    };\n",
+     f"    {INSTANCE_MARK}: only the layers asked for (KOMPUTE_ENV_DEBUG_LAYERS, or the\n"
+     "    // loader's VK_INSTANCE_LAYERS); kp enabled the validation layer wherever it was installed.\n"
+     "    std::vector<const char*> desiredLayerNames;\n"),
+]
+
+QUEUE_MARK = "// pyfftgl: queue families queried"
+QUEUE_EDITS = [
+    ("    } else {\n        this->mComputeQueueFamilyIndices = familyQueueIndices;\n    }\n",
+     "    } else {\n"
+     f"        {QUEUE_MARK}: a family index is valid only against the count this\n"
+     "        // instance was told (VUID-VkDeviceQueueCreateInfo-queueFamilyIndex-00381)\n"
+     "        const size_t families = physicalDevice.getQueueFamilyProperties().size();\n"
+     "        for (const uint32_t family : familyQueueIndices) {\n"
+     "            if (family >= families) {\n"
+     "                throw std::runtime_error(fmt::format(\n"
+     "                  \"Kompute Manager: queue family {} requested, the device has {}\",\n"
+     "                  family,\n"
+     "                  families));\n"
+     "            }\n"
+     "        }\n"
+     "        this->mComputeQueueFamilyIndices = familyQueueIndices;\n    }\n"),
+    ("    vk::DeviceCreateInfo deviceCreateInfo(vk::DeviceCreateFlags(),\n",
+     "    // pyfftgl: a portability (MoltenVK) device requires VK_KHR_portability_subset enabled\n"
+     "    if (uniqueExtensionNames.count(\"VK_KHR_portability_subset\") != 0) {\n"
+     "        validExtensions.push_back(\"VK_KHR_portability_subset\");\n"
+     "    }\n\n"
+     "    vk::DeviceCreateInfo deviceCreateInfo(vk::DeviceCreateFlags(),\n"),
 ]
 
 
@@ -462,9 +527,13 @@ def main(root: str) -> int:
     _apply(inc / "Manager.hpp", PRUNE_HEADER_EDITS, PRUNE_MARK)
     _apply(Path(root) / "src" / "Manager.cpp", PRUNE_EDITS, PRUNE_MARK)
     _apply(Path(root) / "src" / "OpMemoryBarrier.cpp", GLOBAL_BARRIER_EDITS, GLOBAL_BARRIER_MARK)
-    _apply(inc / "Sequence.hpp", BATCH_HEADER_EDITS, BATCH_MARK)
-    _apply(Path(root) / "src" / "Sequence.cpp", BATCH_EDITS, BATCH_MARK)
-    _apply(Path(root) / "python" / "src" / "main.cpp", BATCH_BINDING_EDITS, BATCH_MARK)
+    _apply(inc / "Sequence.hpp", DONE_HEADER_EDITS, DONE_MARK)
+    _apply(Path(root) / "src" / "Sequence.cpp", DONE_EDITS, DONE_MARK)
+    _apply(Path(root) / "python" / "src" / "main.cpp", DONE_BINDING_EDITS, DONE_MARK)
+    _apply(Path(root) / "src" / "Sequence.cpp", RESET_EDITS, RESET_MARK)
+    _apply(Path(root) / "src" / "Tensor.cpp", USAGE_EDITS, USAGE_MARK)
+    _apply(Path(root) / "src" / "Manager.cpp", INSTANCE_EDITS, INSTANCE_MARK)
+    _apply(Path(root) / "src" / "Manager.cpp", QUEUE_EDITS, QUEUE_MARK)
     return 0
 
 

@@ -11,6 +11,7 @@ VENV=.venv
 KP_VERSION=0.9.0
 APT_PACKAGES=(
   mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-tools   # lavapipe + loader + headers
+  vulkan-validationlayers                                      # Khronos' layer (tests/test_validation.py)
   libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libopengl0      # llvmpipe through EGL (headless GL)
   libfmt-dev glslang-tools cmake g++ make xvfb
   spirv-tools                                                   # spirv-val: tests/test_profiles.py

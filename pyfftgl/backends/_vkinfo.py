@@ -172,6 +172,28 @@ def _load() -> ctypes.CDLL:
                       "install the Vulkan loader (e.g. libvulkan1)") from e
 
 
+_PORTABILITY_ENUMERATION = b"VK_KHR_portability_enumeration"
+_CREATE_ENUMERATE_PORTABILITY = 0x1  # VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+
+
+class _ExtensionProperties(Structure):
+    _fields_ = [("extensionName", c_char * 256), ("specVersion", c_uint32)]
+
+
+def _instance_extensions(lib: ctypes.CDLL) -> set[bytes]:
+    """The instance extensions the loader offers (empty where it cannot say)."""
+    enum = lib.vkEnumerateInstanceExtensionProperties
+    enum.restype = c_int32
+    enum.argtypes = [c_char_p, POINTER(c_uint32), c_void_p]
+    count = c_uint32(0)
+    if enum(None, byref(count), None) != 0:
+        return set()
+    props = (_ExtensionProperties * count.value)()
+    if enum(None, byref(count), props) not in (0, 5):  # VK_SUCCESS, VK_INCOMPLETE
+        return set()
+    return {p.extensionName for p in props[: count.value]}
+
+
 def open_instance(lib: ctypes.CDLL):
     """(VkInstance, proc, destroy) for a new instance, `proc(name, restype, *argtypes)` resolving
     its entry points and destroy() ending it; (None, None, None) when none can be created (no
@@ -187,6 +209,13 @@ def open_instance(lib: ctypes.CDLL):
                             apiVersion=_API_VERSION_1_1)
     info = VkInstanceCreateInfo(sType=_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
                                 pApplicationInfo=ctypes.pointer(app))
+    # MoltenVK's devices are listed only to an instance that enables portability enumeration
+    # (as kp's does: tools/kp_patch.py, 12), where the loader offers it.
+    names = (c_char_p * 1)(_PORTABILITY_ENUMERATION)
+    if _PORTABILITY_ENUMERATION in _instance_extensions(lib):
+        info.flags = _CREATE_ENUMERATE_PORTABILITY
+        info.enabledExtensionCount = 1
+        info.ppEnabledExtensionNames = ctypes.cast(names, c_void_p)
     handle = c_void_p()
     if create(byref(info), None, byref(handle)) != 0:
         return None, None, None

@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import wisdom
+from .gldebug import DEBUG_OUTPUT, debug_output_on, expected_errors
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Image, Limits, Program,
                    Submission)
 
@@ -134,6 +135,7 @@ class _ThreadContext:
 
     def __init__(self, dev: "GLDevice", handle: int, owned: bool):
         self.dev, self.handle, self.owned = dev, handle, owned
+        self.debug = False  # KHR_debug output turned on (DEBUG_OUTPUT), once it is current
 
     def __del__(self):
         # No device lock: only this thread uses this context, and a daemon thread stopped at
@@ -353,6 +355,25 @@ class GLSubmission(Submission):
             return out
 
 
+def _too_old(version_code: int) -> str:
+    return (f"OpenGL {version_code // 100}.{version_code % 100 // 10} has no compute shaders; "
+            "pyfftgl needs OpenGL 4.3 or newer (macOS stops at 4.1: use the Vulkan backend "
+            "through MoltenVK there)")
+
+
+def _offered_version(moderngl) -> int | None:
+    """The version of the context EGL makes without a version asked for (None where it makes
+    none): what the driver offers, where a 4.3 context failed."""
+    try:
+        ctx = moderngl.create_standalone_context(backend="egl")
+    except Exception:  # glcontext raises plain Exceptions
+        return None
+    try:
+        return ctx.version_code
+    finally:
+        ctx.release()
+
+
 class GLDevice(Device):
     """`vulkan_memory`: take the memory of buffers of VULKAN_MEMORY_MIN_BYTES or more from Vulkan
     where the drivers share it (see _vkmemory). After the first such buffer, `vulkan_memory` says
@@ -370,13 +391,14 @@ class GLDevice(Device):
             try:
                 ctx = moderngl.create_standalone_context(require=430, backend="egl")
             except Exception as e:  # glcontext raises plain Exceptions
+                offered = _offered_version(moderngl)
+                if offered is not None and offered < 430:
+                    raise BackendUnavailable(_too_old(offered)) from e
                 raise BackendUnavailable(
                     f"no headless OpenGL 4.3 context via EGL ({e}): install a GPU driver with EGL, "
                     "or Mesa's llvmpipe (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri)") from e
         if ctx.version_code < 430:
-            raise BackendUnavailable(
-                f"OpenGL {ctx.version_code // 100}.{ctx.version_code % 100 // 10} has no compute "
-                "shaders; pyfftgl needs OpenGL 4.3 or newer")
+            raise BackendUnavailable(_too_old(ctx.version_code))
         if own:
             # Release GL objects when Python drops them, at the next call (the collector may
             # run on a thread without the context); ModernGL's default keeps every buffer and
@@ -433,6 +455,7 @@ class GLDevice(Device):
         if own and self._handle:
             self._display = self._egl.state()[0]
             self._local.tc = _ThreadContext(self, self._handle, owned=False)
+            self._local.tc.debug = DEBUG_OUTPUT and debug_output_on(gl_proc)
             if before and before[3]:
                 egl.restore(before)
             _OWN_DEVICES.add(self)
@@ -457,6 +480,8 @@ class GLDevice(Device):
             if not self._egl.make_current(self._display, tc.handle):
                 raise RuntimeError(f"eglMakeCurrent failed (EGL error "
                                    f"{self._egl.lib.eglGetError():#x}) for this thread's context")
+            if DEBUG_OUTPUT and not tc.debug:
+                tc.debug = debug_output_on(gl_proc)
         if self._fence is not None and self._fence_ctx != tc.handle:
             self._sync[1](self._fence, 0, ctypes.c_uint64(0xFFFFFFFFFFFFFFFF))  # GPU-side wait
             self._sync[2](self._fence)  # this context's later calls are ordered after it
@@ -638,7 +663,8 @@ class GLDevice(Device):
             if self._vkmemory is None:
                 from ._vkmemory import VulkanMemory
                 self._vkmemory = VulkanMemory(self.ctx)
-            buf, release = self._vkmemory.buffer(nbytes)
+            with expected_errors():  # GL_OUT_OF_MEMORY where GL cannot import the memory
+                buf, release = self._vkmemory.buffer(nbytes)
         except OSError as e:
             if not self._vkmemory_worked:
                 self.vulkan_memory, self.vulkan_memory_note = False, str(e)

@@ -32,8 +32,8 @@ def _choose(devices: list[dict]) -> dict:
 # Vulkan's flag bits (VkAccessFlagBits, VkPipelineStageFlagBits) for kp.OpMemoryBarrier.
 _SHADER_WRITE = 0x40
 _SHADER_RW = 0x20 | _SHADER_WRITE  # SHADER_READ | SHADER_WRITE
-_TRANSFER_WRITE = 0x1000
-_TRANSFER_RW = 0x800 | _TRANSFER_WRITE  # TRANSFER_READ | TRANSFER_WRITE
+_TRANSFER_READ, _TRANSFER_WRITE = 0x800, 0x1000
+_TRANSFER_RW = _TRANSFER_READ | _TRANSFER_WRITE
 _COMPUTE, _TRANSFER = 0x800, 0x1000  # COMPUTE_SHADER, TRANSFER stages
 
 
@@ -43,6 +43,20 @@ def _barrier(src_access: int, dst_access: int, src_stage: int, dst_stage: int):
     at `src_stage` made visible to `dst_access` at `dst_stage`, in every buffer."""
     import kp
     return kp.OpMemoryBarrier([], src_access, dst_access, src_stage, dst_stage)
+
+
+def _copies(pairs, after_transfer: bool) -> list:
+    """kp copies of (source, destination) tensor pairs, each after a transfer -> transfer
+    barrier where a transfer before it may have written what it reads or writes (copies in
+    one command buffer are not ordered: Khronos' synchronization validation reports a
+    read-after-write hazard)."""
+    import kp
+    ops = []
+    for i, (a, b) in enumerate(pairs):
+        if i or after_transfer:
+            ops.append(_barrier(_TRANSFER_WRITE, _TRANSFER_RW, _TRANSFER, _TRANSFER))
+        ops.append(kp.OpTensorCopy([a, b]))
+    return ops
 
 
 KP_MAX_BYTES = 4 * (2**32 - 1)
@@ -80,7 +94,7 @@ class VkSubmission(Submission):
         self._ops = []
         if uploads:
             self._ops.append(kp.OpTensorSyncDevice([b.tensor for b in uploads]))
-        self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_before]
+        self._ops += _copies([(a.tensor, b.tensor) for a, b in copies_before], bool(uploads))
         if dispatches:
             # kp records no barrier before a dispatch (tools/kp_patch.py, 6): one barrier here
             # orders the uploads and copies above, and every dispatch and copy of the submissions
@@ -106,10 +120,11 @@ class VkSubmission(Submission):
                      if alone else None)
         if dispatches and copies_after:
             self._ops.append(_barrier(_SHADER_WRITE, _TRANSFER_RW, _COMPUTE, _TRANSFER))
-        self._ops += [kp.OpTensorCopy([a.tensor, b.tensor]) for a, b in copies_after]
-        if copies_after:  # the next submission's dispatches wait for these copies
-            self._ops.append(_barrier(_TRANSFER_WRITE, _SHADER_RW, _TRANSFER, _COMPUTE))
-        if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
+        self._ops += _copies([(a.tensor, b.tensor) for a, b in copies_after], False)
+        if copies_after:  # the next submission's dispatches, and the downloads, wait for these
+            self._ops.append(_barrier(_TRANSFER_WRITE, _SHADER_RW | _TRANSFER_READ,
+                                      _TRANSFER, _COMPUTE | _TRANSFER))
+        if downloads:  # kp's sync records its own shader -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
         # kp sequences of the ops, [with the leading barrier, without]: a slot per call in
         # flight, its sequence made when a call is submitted alone (calls submitted together
@@ -492,16 +507,22 @@ class VulkanDevice(Device):
         import kp
         self.finish()
         flat = np.ascontiguousarray(data).view(np.float32).ravel()
-        if buf.device_only:  # through a staging tensor; two submissions, ordered by their fences
+        # The write waits for every earlier access to the buffer, and what comes after it (any
+        # submission, a barrier's second scope) for the write.
+        first = _barrier(_SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW, _COMPUTE | _TRANSFER,
+                         _TRANSFER)
+        last = _barrier(_TRANSFER_WRITE, _SHADER_RW | _TRANSFER_RW, _TRANSFER,
+                        _COMPUTE | _TRANSFER)
+        if buf.device_only:  # through a staging tensor, copied on in the same submission
             tmp = self._staging_for(buf)
             tmp.data()[: flat.size] = flat
-            self._sequence(kp.OpTensorSyncDevice([tmp])).eval()
-            self._sequence(kp.OpTensorCopy([tmp, buf.tensor])).eval()
+            self._sequence(first, kp.OpTensorSyncDevice([tmp]),
+                           *_copies([(tmp, buf.tensor)], after_transfer=True), last).eval()
             self._keep_staging(tmp)
             return
         buf.tensor.data()[: flat.size] = flat
         if sync:
-            self._sequence(kp.OpTensorSyncDevice([buf.tensor])).eval()
+            self._sequence(first, kp.OpTensorSyncDevice([buf.tensor]), last).eval()
 
     def read(self, buf, count):
         with self.lock:
@@ -520,7 +541,9 @@ class VulkanDevice(Device):
                         _TRANSFER)]
         if buf.device_only:
             tensor = self._staging_for(buf)
-            ops.append(kp.OpTensorCopy([buf.tensor, tensor]))
+            ops += _copies([(buf.tensor, tensor)], after_transfer=False)
+            # kp's sync below orders itself after shader writes only
+            ops.append(_barrier(_TRANSFER_WRITE, _TRANSFER_READ, _TRANSFER, _TRANSFER))
         self._sequence(*ops, kp.OpTensorSyncLocal([tensor])).eval()
         out = np.array(tensor.data()[:count], copy=True)
         if buf.device_only:
