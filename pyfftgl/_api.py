@@ -274,7 +274,7 @@ def _jobs(kind, shape, dtype, *, n=None, axis=-1, s=None, axes=None, norm=None) 
     its result's shape and dtype, the arguments checked in numpy's order, with numpy's
     exceptions, before any GPU work. Plan builds its device plans from it."""
     x = np.broadcast_to(np.zeros((), dtype), shape)  # the checks read only shape and dtype
-    v.as_array(x, kind)
+    x = v.as_array(x, kind)  # in native byte order
     if kind in _ONE_AXIS:
         s, axes = _one_axis(kind, shape, n, axis)
     if kind in ("hfft", "ihfft"):
