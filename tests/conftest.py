@@ -10,6 +10,11 @@ import pytest
 # llvmpipe and lavapipe compile a kernel for 4-wide rather than 8-wide vectors about a quarter
 # faster, and compiling is most of what the suite does on them; GPU drivers ignore the variable.
 os.environ.setdefault("LP_NATIVE_VECTOR_WIDTH", "128")
+# The suite's own cache folder, set before any device opens (and inherited by the subprocesses
+# and pytest-xdist workers): a user's tuned wisdom must not change which kernels the tests run,
+# and the git-ignored folder keeps its SPIR-V between runs.
+SUITE_CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".test-cache")
+os.environ["PYFFTGL_CACHE_DIR"] = SUITE_CACHE
 
 from pyfftgl.backends import get_device
 
