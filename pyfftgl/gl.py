@@ -63,7 +63,8 @@ class TextureFFT:
     """2D FFTs of (height, width) textures on the ModernGL context `ctx` (GL 4.3+), for any size
     the library plans (mixed radix and Bluestein included). `norm` as numpy's for forward and
     inverse; spectrum() and convolve() compute numpy's fft2(k) and ifft2(fft2(x) * fft2(k)).
-    Calls return once queued: the host never waits for the GPU here."""
+    forward(), inverse() and convolve() return once queued; spectrum() of an array waits for
+    its upload texture's work (make spectra before a render loop), as close() does."""
 
     # Recorded submissions kept, by the textures they bind: a render loop replays them.
     RECORDED = 8
