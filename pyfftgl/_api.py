@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _docs
 from . import _validate as v
 from . import plans as _plans
 from .backends import get_device
@@ -274,7 +275,7 @@ def _jobs(kind, shape, dtype, *, n=None, axis=-1, s=None, axes=None, norm=None) 
     its result's shape and dtype, the arguments checked in numpy's order, with numpy's
     exceptions, before any GPU work. Plan builds its device plans from it."""
     x = np.broadcast_to(np.zeros((), dtype), shape)  # the checks read only shape and dtype
-    v.as_array(x, kind)
+    x = v.as_array(x, kind)  # in native byte order
     if kind in _ONE_AXIS:
         s, axes = _one_axis(kind, shape, n, axis)
     if kind in ("hfft", "ihfft"):
@@ -336,79 +337,61 @@ def _call(kind, a, out, backend, **kwargs):
     return _finish(_execute(call, arr, backend), out)
 
 
+# The transforms' docstrings (numpy's layout: parameters, returns, raises, notes, an example)
+# are assembled in _docs.py from shared text and set below.
 def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    """Compute the one-dimensional discrete Fourier transform, as numpy.fft.fft.
-
-    `n` crops or zero-pads the input along `axis`; `norm` is "backward" (default), "ortho" or
-    "forward"; `out` receives the result. `backend` picks the API ("vulkan", "gl", "auto" or a
-    Device). float32/complex64 input gives complex64 output, float64/complex128 (and integer)
-    input complex128, as numpy does.
-    """
     return _call("fft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def ifft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    """Compute the one-dimensional inverse discrete Fourier transform, as numpy.fft.ifft."""
     return _call("ifft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def fftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
-    """Compute the N-dimensional discrete Fourier transform, as numpy.fft.fftn."""
     return _call("fftn", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def ifftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
-    """Compute the N-dimensional inverse discrete Fourier transform, as numpy.fft.ifftn."""
     return _call("ifftn", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
-    """Compute the 2-dimensional discrete Fourier transform, as numpy.fft.fft2."""
     return _call("fft2", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
-    """Compute the 2-dimensional inverse discrete Fourier transform, as numpy.fft.ifft2."""
     return _call("ifft2", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def rfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    """Compute the one-dimensional discrete Fourier transform for real input, as numpy.fft.rfft."""
     return _call("rfft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def irfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    """Compute the inverse of rfft, as numpy.fft.irfft (n defaults to 2 * (m - 1))."""
     return _call("irfft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def rfftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
-    """Compute the N-dimensional discrete Fourier transform for real input, as numpy.fft.rfftn."""
     return _call("rfftn", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def irfftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
-    """Compute the inverse of rfftn, as numpy.fft.irfftn."""
     return _call("irfftn", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
-    """Compute the 2-dimensional FFT of a real array, as numpy.fft.rfft2."""
     return _call("rfft2", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
-    """Compute the inverse of rfft2, as numpy.fft.irfft2."""
     return _call("irfft2", a, out, backend, s=s, axes=axes, norm=norm)
 
 
 def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    """Compute the FFT of a signal with Hermitian symmetry (real spectrum), as numpy.fft.hfft."""
     return _call("hfft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    """Compute the inverse FFT of a signal with Hermitian symmetry, as numpy.fft.ihfft."""
     return _call("ihfft", a, out, backend, n=n, axis=axis, norm=norm)
 
 
@@ -416,15 +399,35 @@ _KINDS = {"fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "hfft": hfft, 
           "fftn": fftn, "ifftn": ifftn, "rfftn": rfftn, "irfftn": irfftn, "fft2": fft2,
           "ifft2": ifft2, "rfft2": rfft2, "irfft2": irfft2}
 _ND = {"fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2"}
+for _kind, _func in _KINDS.items():
+    _func.__doc__ = _docs.docstring(_kind)
 
 
 class Plan:
     """A transform fixed in everything but the data: one of the numpy.fft functions at one
-    shape and dtype. Its device plans (buffers, tables, programs) are built by the constructor
-    and held for the Plan's lifetime, whatever the plan cache evicts.
+    shape and dtype (made by pyfftgl.plan, which documents the arguments). Its device plans
+    (buffers, tables, programs) are built by the constructor and held for the Plan's lifetime,
+    whatever the plan cache evicts.
 
-        p = pyfftgl.plan((512, 512), np.float32, kind="rfft2")
-        y = p(image)            # same as pyfftgl.rfft2(image), without planning
+    Attributes
+    ----------
+    shape, dtype, kind, norm, backend
+        What the Plan transforms, as given (norm resolved to its name).
+    out_shape, out_dtype
+        The result's shape and dtype.
+    device_plans : tuple of TransformPlan
+        One per submission a call makes (its repr lists passes, algorithms and buffers).
+    nbytes : int
+        Device memory the device plans hold.
+
+    Examples
+    --------
+    >>> import numpy as np, pyfftgl
+    >>> image = np.random.default_rng(0).random((64, 64)).astype(np.float32)
+    >>> with pyfftgl.plan((64, 64), np.float32, kind="rfft2") as p:
+    ...     y = p(image)        # as pyfftgl.rfft2(image), without planning
+    >>> p.out_shape, p.out_dtype, np.allclose(y, np.fft.rfft2(image), atol=1e-3)
+    ((64, 33), dtype('complex64'), True)
     """
 
     def __init__(self, shape, dtype=np.complex64, axes=None, kind="fftn", norm=None, s=None,
@@ -455,8 +458,11 @@ class Plan:
         return sum(p.nbytes for p in self.device_plans)
 
     def execute(self, a, out=None):
-        """Transform `a`: a numpy-compatible array (returns numpy) or a DeviceArray (returns a
-        DeviceArray, into `out` when given, with no host transfer where the kind allows)."""
+        """Transform `a`, of the Plan's shape: a numpy-compatible array (returns numpy, or
+        fills the ndarray `out`) or a DeviceArray (returns a DeviceArray, into the DeviceArray
+        `out` when given, with no host transfer where the kind allows; the same arrays again
+        replay the recorded submission without any checks). ValueError for another shape or a
+        closed Plan; otherwise the function's exceptions."""
         replay = self._replay
         if replay is not None and a is replay[0] and out is replay[1] \
                 and a.buffer is replay[2] and out.buffer is replay[3]:
@@ -506,5 +512,43 @@ class Plan:
 
 def plan(shape, dtype=np.complex64, axes=None, kind="fftn", norm=None, s=None, n=None,
          backend=None) -> Plan:
-    """A Plan for `kind` (a numpy.fft function name) on arrays of `shape` and `dtype`."""
+    """Plan a transform once, for calls on many arrays of one shape and dtype.
+
+    Parameters
+    ----------
+    shape : tuple of ints
+        Shape of the arrays the plan transforms.
+    dtype : dtype, optional
+        Their dtype (default complex64); it picks single or double precision as the function
+        would, and real or complex input for the rfft and irfft kinds.
+    axes : int or sequence of ints, optional
+        The function's `axes`, or for a 1-D kind its `axis` (an int or a 1-sequence).
+    kind : str, optional
+        The numpy.fft function: "fft", "ifft", "fft2", "ifft2", "fftn" (the default), "ifftn",
+        "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn", "hfft" or "ihfft".
+    norm, s, n, backend
+        As the function takes them (`n` for the 1-D kinds, `s` for the others).
+
+    Returns
+    -------
+    Plan
+        Callable as ``p(a, out=None)``: the same result as ``pyfftgl.<kind>(a, ...)``, without
+        checking the arguments or planning again. Close it (or use it in a ``with`` block) to
+        release its device memory.
+
+    Raises
+    ------
+    ValueError, TypeError, numpy.exceptions.AxisError
+        An unknown kind, and what the function raises for these arguments, before any GPU
+        work.
+
+    Examples
+    --------
+    >>> import numpy as np, pyfftgl
+    >>> p = pyfftgl.plan((8, 1024), np.complex64, kind="fft", axes=-1)
+    >>> x = np.ones((8, 1024), np.complex64)
+    >>> np.allclose(p(x)[:, :2], [1024, 0])      # each row's sum, then nothing
+    True
+    >>> p.close()
+    """
     return Plan(shape, dtype, axes, kind, norm, s, n, backend)

@@ -10,8 +10,11 @@ NORMS = ("backward", "ortho", "forward")
 
 
 def as_array(a, name: str = "fft") -> np.ndarray:
-    """The input as an ndarray, rejecting dtypes numpy.fft rejects, with numpy's exception types."""
+    """The input as an ndarray in native byte order (a copy where it was not: FITS data is
+    big-endian), rejecting dtypes numpy.fft rejects, with numpy's exception types."""
     arr = np.asarray(a)
+    if not arr.dtype.isnative:  # numpy.fft takes it; the kernels read native floats
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     kind = arr.dtype.kind
     if arr.ndim == 0:  # numpy.fft looks at the axes first: the caller raises its IndexError
         return arr
@@ -142,6 +145,8 @@ def complex_dtype(dtype: np.dtype) -> np.dtype:
     float32 and complex64; complex128 for float64, complex128, integers and bools. Extended
     precision (longdouble), which numpy keeps, is refused: the kernels compute in float or double."""
     dtype = np.dtype(dtype)
+    if not dtype.isnative:  # a plan for big-endian data: the same transform as native data
+        dtype = dtype.newbyteorder("=")
     if dtype in (np.float16, np.float32, np.complex64):
         return np.dtype(np.complex64)
     if dtype.kind in "biu" or dtype in (np.float64, np.complex128):

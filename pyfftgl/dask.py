@@ -16,11 +16,11 @@ the graph is built, not on the workers. The output dtype is found by running the
 on an empty batch, so building a graph opens no device.
 
 Workers: each worker process opens its own device on its first block and keeps it (pyfftgl caches
-one device per API per process); the blocks of one process run one at a time. Give each worker one
-thread (`dask worker --nthreads 1`, `LocalCluster(threads_per_worker=1)`) for the GL backend: a GL
-context works only in the thread that created it (without distributed, use dask's "synchronous"
-scheduler for GL). To put one worker on each GPU, start one worker per GPU with that GPU named in
-its environment:
+one device per API per process); the blocks of one process run one at a time, on either API and
+from any of its threads (on GL each thread gets a context of the library's share group), so dask's
+threaded scheduler works too. A worker's extra threads only wait for the GPU: one thread per worker
+(`--nthreads 1`, `LocalCluster(threads_per_worker=1)`) is enough. To put one worker on each GPU,
+start one worker per GPU with that GPU named in its environment:
 
     PYFFTGL_VULKAN_DEVICE=0 dask worker tcp://scheduler:8786 --nworkers 1 --nthreads 1 &
     PYFFTGL_VULKAN_DEVICE=1 dask worker tcp://scheduler:8786 --nworkers 1 --nthreads 1 &

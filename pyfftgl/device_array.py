@@ -74,9 +74,40 @@ class DeviceArray:
 
 
 def asarray(a, dtype=None, backend=None) -> DeviceArray:
-    """`a` on the device (a copy), as `dtype` (default: complex64 / float32 for single-precision
-    data, complex128 / float64 for the rest, as numpy.fft computes it); a DeviceArray on that
-    device as is."""
+    """Copy an array to the device, where transforms of it need no host transfer.
+
+    Parameters
+    ----------
+    a : array_like or DeviceArray
+        The data (any byte order or layout; the caller's array is not modified). A DeviceArray
+        already on the device and of `dtype` is returned as is; one on another device is
+        copied through the host.
+    dtype : {complex64, float32, complex128, float64}, optional
+        The dtype on the device. Default: as numpy.fft computes `a` (complex64 or float32 for
+        float16/float32/complex64 data, complex128 or float64 for the rest).
+    backend : {"vulkan", "gl", "auto"}, Device or None, optional
+        The device, as the transforms take it.
+
+    Returns
+    -------
+    DeviceArray
+        ``.get()`` copies it back (waiting for the GPU); ``.close()`` frees it.
+
+    Raises
+    ------
+    TypeError
+        Another dtype, or double precision on a device without fp64 (PrecisionUnavailable).
+    BackendUnavailable, MemoryError
+        No usable backend, or not enough device memory.
+
+    Examples
+    --------
+    >>> import numpy as np, pyfftgl
+    >>> d = pyfftgl.asarray(np.ones((4, 256), np.float32))
+    >>> f = pyfftgl.rfft(d)          # a DeviceArray: stays on the device
+    >>> f.shape, f.dtype, np.allclose(f.get()[:, 0], 256)
+    ((4, 129), dtype('complex64'), True)
+    """
     device = get_device(backend if backend is not None or not isinstance(a, DeviceArray)
                         else a.device)
     if isinstance(a, DeviceArray) and a.device is device and (dtype is None or a.dtype == dtype):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 
+import moderngl
 import numpy as np
 
 from . import _validate, planner
@@ -32,6 +33,11 @@ _FIELDS = {"r32f": 1, "rg32f": 1, "rgba32f": 2, "r16f": 1, "rg16f": 1, "rgba16f"
 # The format a real field's spectrum goes to, the same precision with an imaginary channel.
 _COMPLEX_OF = {"r32f": "rg32f", "r16f": "rg16f"}
 _INTERMEDIATES = ("buffer", "image")
+
+
+def _released(obj) -> bool:
+    """Whether a ModernGL object was released (ModernGL swaps its handle for an InvalidObject)."""
+    return type(getattr(obj, "mglo", None)).__name__ == "InvalidObject"
 
 
 class Spectrum:
@@ -58,7 +64,8 @@ class TextureFFT:
     """2D FFTs of (height, width) textures on the ModernGL context `ctx` (GL 4.3+), for any size
     the library plans (mixed radix and Bluestein included). `norm` as numpy's for forward and
     inverse; spectrum() and convolve() compute numpy's fft2(k) and ifft2(fft2(x) * fft2(k)).
-    Calls return once queued: the host never waits for the GPU here."""
+    forward(), inverse() and convolve() return once queued; spectrum() of an array waits for
+    its upload texture's work (make spectra before a render loop), as close() does."""
 
     # Recorded submissions kept, by the textures they bind: a render loop replays them.
     RECORDED = 8
@@ -71,6 +78,10 @@ class TextureFFT:
         self.shape = (int(shape[0]), int(shape[1]))
         self.size = self.shape[0] * self.shape[1]
         self.norm, self.intermediate = _validate.norm(norm), intermediate
+        if not isinstance(ctx, moderngl.Context):
+            raise TypeError(f"ctx must be a moderngl.Context, not {type(ctx).__name__}")
+        if _released(ctx):
+            raise ValueError("ctx was released")
         self.ctx = ctx
         self.device = get_device(GLDevice.of(ctx))  # held to the device profile in force
         side = self.device.info.limits.max_texture_size
@@ -115,12 +126,18 @@ class TextureFFT:
 
     # -- checks -----------------------------------------------------------------------------
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"this TextureFFT ({self.shape[0]} x {self.shape[1]}) was closed")
+
     def _format(self, tex, what: str) -> str:
-        try:
-            key = (tex.components, tex.dtype)
-            size = tuple(tex.size)
-        except AttributeError:
-            raise TypeError(f"{what} must be a moderngl.Texture, not {type(tex).__name__}") from None
+        if not isinstance(tex, moderngl.Texture):
+            raise TypeError(f"{what} must be a moderngl.Texture, not {type(tex).__name__}")
+        if _released(tex):
+            raise ValueError(f"{what} was released")
+        if tex.depth:  # a depth format is no image format a compute shader may bind
+            raise TypeError(f"{what} is a depth texture; TextureFFT transforms colour textures")
+        key, size = (tex.components, tex.dtype), tuple(tex.size)
         if key not in IMAGE_FORMATS:
             raise TypeError(f"{what} must be an r32f, rg32f or rgba32f texture (components 1, 2 "
                             f"or 4, dtype 'f4'; or 'f2': r16f, rg16f, rgba16f), got "
@@ -185,12 +202,14 @@ class TextureFFT:
     def forward(self, src, dst=None):
         """fft2 of every field of `src` (a texture or a list of them) into `dst` (default: new
         textures of src's format; rg32f for r32f; `dst is src` works). Returns dst."""
+        self._check_open()
         with self.device.current():  # from any thread (see backends/gl.py)
             return self._transform(False, src, dst)
 
     def inverse(self, src, dst=None):
         """ifft2 of every field of `src` into `dst` (default: new textures of src's format; an
         r32f dst keeps the real part). Returns dst."""
+        self._check_open()
         with self.device.current():
             return self._transform(True, src, dst)
 
@@ -200,11 +219,12 @@ class TextureFFT:
         (height, width, 4) float RGBA (one per field), or a texture (its fields). The kernel's
         origin is element [0, 0] (np.fft.ifftshift a centred one). frequency=True: `kernel`
         already is the spectrum, (height, width) or (height, width, 2), uploaded as is."""
+        self._check_open()
         with self.device.current():
             return self._spectrum(kernel, frequency)
 
     def _spectrum(self, kernel, frequency: bool) -> Spectrum:
-        if hasattr(kernel, "components") and hasattr(kernel, "size"):
+        if isinstance(kernel, moderngl.Texture):
             if frequency:
                 raise TypeError("frequency=True takes a numpy array, not a texture")
             return self._spectrum_of_texture(kernel)
@@ -247,6 +267,7 @@ class TextureFFT:
         """numpy's ifft2(fft2(src) * spectrum) for every field of `src` (a texture or a list),
         into `dst` (default: new textures of src's format; `dst is src` works), in one
         submission with the multiply fused into the forward transform's last pass. Returns dst."""
+        self._check_open()
         with self.device.current():
             return self._convolve(src, spectrum, dst)
 
@@ -284,8 +305,12 @@ class TextureFFT:
                 f"intermediate={self.intermediate} on {self.device.info.name}, "
                 f"{len(self._plans)} plan(s)>")
 
+    _closed = False
+
     def close(self):
-        """Release the plans' GL objects (after the GPU is done with them)."""
+        """Release the plans' GL objects (after the GPU is done with them). Calls afterwards
+        raise ValueError; spectra already made keep their data."""
+        self._closed = True
         with self.device.current():
             self.device.finish()
             with self._lock:

@@ -16,6 +16,12 @@ os.environ.setdefault("LP_NATIVE_VECTOR_WIDTH", "128")
 # KHR_debug output on every GL context the library makes (backends/gl.py), read before import.
 os.environ.setdefault("PYFFTGL_GL_DEBUG", "1")
 
+# The suite's own cache folder, set before any device opens (and inherited by the subprocesses
+# and pytest-xdist workers): a user's tuned wisdom must not change which kernels the tests run,
+# and the git-ignored folder keeps its SPIR-V between runs.
+SUITE_CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".test-cache")
+os.environ["PYFFTGL_CACHE_DIR"] = SUITE_CACHE
+
 from pyfftgl.backends import get_device
 from pyfftgl.backends import gldebug
 

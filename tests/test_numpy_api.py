@@ -139,7 +139,8 @@ def test_empty_batches(backend):
     for name, shape in (("fft", (0, 8)), ("rfft", (0, 8)), ("fftn", (0, 4, 4))):
         dtype = np.float32 if name == "rfft" else np.complex64
         x = np.zeros(shape, dtype)
-        got = getattr(pyfftgl, name)(x, axes=(1, 2)) if name == "fftn" else getattr(pyfftgl, name)(x)
+        kw = dict(axes=(1, 2)) if name == "fftn" else {}
+        got = getattr(pyfftgl, name)(x, backend=backend, **kw)
         ref = getattr(np.fft, name)(x, axes=(1, 2)) if name == "fftn" else getattr(np.fft, name)(x)
         assert got.shape == ref.shape and got.dtype == ref.dtype
 
@@ -193,3 +194,27 @@ def test_numpy_own_test_module_passes_under_pyfftgl(tmp_path):
                                "--noconftest")
     computed = int(re.search(r"pyfftgl computed (\d+) numpy.fft calls", text).group(1))
     assert computed > 500  # the transforms really ran on pyfftgl
+
+
+def test_docstrings_are_numpys_layout_and_their_examples_run():
+    """help(pyfftgl.<kind>) is enough to use it: every parameter of the signature described,
+    numpy's sections, and an example that runs (here, on the default backend)."""
+    import doctest
+    import inspect
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
+                 "irfft2", "rfftn", "irfftn", "hfft", "ihfft"):
+        func = getattr(pyfftgl, name)
+        doc = func.__doc__
+        assert f"numpy.fft.{name}" in doc.splitlines()[0], name
+        for section in ("Parameters", "Returns", "Raises", "See Also", "Notes", "Examples"):
+            assert f"\n{section}\n{'-' * len(section)}\n" in doc, (name, section)
+        for param in inspect.signature(func).parameters:
+            assert f"\n{param} : " in doc, (name, param)
+    for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
+                 "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "plan", "Plan", "asarray",
+                 "set_backend"):
+        test = doctest.DocTestParser().get_doctest(getattr(pyfftgl, name).__doc__, {}, name,
+                                                   None, 0)
+        assert len(test.examples) >= 3, name
+        assert runner.run(test, out=lambda s: None).failed == 0, (name, runner.summarize())

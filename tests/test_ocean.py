@@ -310,16 +310,23 @@ def test_gpu_height_field_is_real(ctx):
 
 
 def test_gpu_repeats_at_repeat_time(ctx):
-    params = OceanParams(size=64, patch_sizes=(200.0,), repeat_time=20.0)
+    """The GPU sees the raw times: the field at t + T is the field at t (frequencies quantised
+    to multiples of 2 pi / T), up to float32 phases, and differs half a period later."""
     from demos.ocean.gpu import OceanGPU
-    sim = OceanGPU(ctx, Ocean(params))
-    out = []
-    for t in (1.0, 1.0 + 20.0):
-        sim.build_spectra(math.fmod(t, 20.0))
-        sim.inverse_fft()
-        out.append(sim.read_fields(0)["h"])
-    assert np.array_equal(out[0], out[1])
-    sim.release()
+    fields = {}
+    for repeat in (20.0, 0.0):
+        sim = OceanGPU(ctx, Ocean(OceanParams(size=64, patch_sizes=(200.0,), repeat_time=repeat)))
+        for t in (1.0, 11.0, 21.0, 41.0):
+            sim.build_spectra(t)
+            sim.inverse_fft()
+            fields[repeat, t] = sim.read_fields(0)["h"]
+        sim.release()
+    h = fields[20.0, 1.0]
+    def apart(a, b):
+        return np.max(np.abs(a - b)) / np.max(np.abs(h))
+    assert apart(fields[20.0, 21.0], h) < 1e-4 and apart(fields[20.0, 41.0], h) < 1e-4
+    assert apart(fields[20.0, 11.0], h) > 0.1  # half a period on: another sea
+    assert apart(fields[0.0, 21.0], fields[0.0, 1.0]) > 0.1  # no repeat time: no loop
 
 
 def test_height_at_matches_rendered_field(ctx):

@@ -49,15 +49,33 @@ def test_radices_follow_their_rule():
             assert 9 not in odd and max(two, default=1) <= 8, n
 
 
-def test_mixed_and_unsupported_lengths():
-    assert planner.radices_for(1000) == (5, 5, 5, 8)
-    assert planner.radices_for(2 * 3 * 5 * 7 * 11 * 13) == (3, 5, 7, 11, 13, 2)
-    assert planner.radices_for(17) == (17,)
-    assert planner.radices_for(2 * 29 * 31) == (29, 31, 2)
-    assert planner.radices_for(37) is None
-    assert planner.radices_for(2 * 4099) is None
+PRIME_RADICES = sorted(r for r in planner.RADICES if len(planner.prime_factors(r)) == 1
+                       and planner.prime_factors(r).get(r) == 1)
+
+
+@pytest.mark.parametrize("n", [1000, 2 * 3 * 5 * 7 * 11 * 13, 17, 2 * 29 * 31, 37, 2 * 4099,
+                               4096, 3**7, 97, 2 * 17 * 19 * 23])
+def test_lengths_factor_into_radices_or_go_to_bluestein(n):
+    # A length factors into the kernel's radices exactly when its primes are radices; its plan
+    # then covers the line in stages within the device's limits; any other length is Bluestein,
+    # whose convolution length factors.
     with pytest.raises(ValueError):
         planner.radices_for(0)
+    r = planner.radices_for(n)
+    assert (r is None) == (not set(planner.prime_factors(n)) <= set(PRIME_RADICES)), n
+    for limits in (GPU, SOFT):
+        spec = planner.plan_fft(n, 4, False, "backward", limits)
+        if r is None:
+            assert spec.algorithm == "bluestein" and all(
+                m >= 2 * n - 1 and planner.radices_for(m) for m in spec.conv_lengths), n
+            continue
+        assert product(r) == n and all(x in planner.RADICES for x in r), n
+        assert spec.algorithm != "bluestein" and math.prod(p.n for p in spec.passes) == n
+        for p in spec.passes:  # one line in shared memory, or the factors of a four-step
+            assert product(p.radices) == p.n and all(x in planner.RADICES for x in p.radices)
+            assert p.shared_bytes <= limits.max_shared_bytes
+            assert p.registers <= planner.MAX_REGISTERS
+            assert p.threads * p.registers >= p.n  # a line's invocations hold all of it
 
 
 @pytest.mark.parametrize("limits", [GPU, SOFT])
@@ -357,19 +375,34 @@ def test_lines_a_warp_touches_side_by_side_start_on_different_banks():
         assert p.shared_bytes == p.lines * p.sh_line * 4 <= GPU.max_shared_bytes
 
 
-def test_swizzle_blocks_of_a_float_row_in_line_order():
-    # Exchanges in halves among invocations in line order with a line or more per warp permute
-    # blocks of 32 slots (a row of float banks); line-fastest passes and short lines keep 16.
-    assert planner.stockham_pass(4096, False, 1.0, GPU).swizzle_bits == 5
-    p1024 = planner.stockham_pass(1024, False, 1.0, GPU)
-    assert p1024.threads >= 32 and p1024.defines()["SWZ_BITS"] == "5u"
-    assert planner.stockham_pass(64, False, 1.0, GPU).swizzle_bits == 4  # 16 invocations per line
-    assert planner.stockham_pass(1000, False, 1.0, GPU).swizzle_bits == 4  # blocks must tile N
-    first, last = planner.plan_fft(2**20, 4, False, "backward", GPU).passes
-    assert (first.line_fastest, first.swizzle_bits) == (True, 4)
-    assert (last.store_line_fastest, last.swizzle_bits) == (True, 5)
-    packed = planner.plan_steps((64, 512), [R2C(1, 1024)], GPU).passes[0]
-    assert not packed.sh_halves and packed.swizzle_bits == 4  # vec2 exchanges
+def swizzled(p, n: int) -> list[list[int]]:
+    """Where each stage's exchange puts slot 0..n-1: stockham.comp's swizzle_m and swizzle."""
+    block, out, ns = 1 << p.swizzle_bits, [], 1
+    for r in p.radices:
+        g = ns * r
+        m = 0 if n % block or g & (g - 1) else (block // r if g >= block else 1)
+        out.append([i ^ (((i >> p.swizzle_bits) * m) & (block - 1)) for i in range(n)])
+        ns = g
+    return out
+
+
+@pytest.mark.parametrize("lname", ["gpu48k", "soft32k"])
+def test_swizzles_permute_whole_blocks_of_each_line(lname):
+    # Every stage's permutation against bank conflicts maps the line onto itself; blocks of 32
+    # slots (a row of float banks) only where the exchanges go in halves and tile the line (a
+    # block that did not would switch the permutation off in the kernel).
+    limits, seen = limits_sets()[lname], set()
+    for name, shape, steps in sweep():
+        for p in planner.plan_steps(shape, steps, limits).passes:
+            if not isinstance(p, planner.StockhamPass):
+                continue
+            assert p.swizzle_bits in (4, 5)
+            if p.swizzle_bits == 5:
+                assert p.sh_halves and p.n % 32 == 0, (name, p.n)
+            if p.n <= 4096:
+                assert all(sorted(s) == list(range(p.n)) for s in swizzled(p, p.n)), (name, p.n)
+            seen.add(p.swizzle_bits)
+    assert seen == {4, 5}  # both block sizes are planned somewhere in the sweep
 
 
 def test_long_powers_of_two_split_in_two_with_an_untiled_strided_pass():

@@ -1,4 +1,6 @@
 """Plans and the plan cache."""
+import types
+
 import numpy as np
 import pytest
 
@@ -76,19 +78,55 @@ def test_cache_hits_misses_bounds_and_resize(backend):
     ("hfft", (4, 9), np.complex64, dict(n=None, axis=-1)), ("ihfft", (4, 15), np.float32, dict(n=None, axis=-1)),
     ("fft", (0, 8), np.complex64, dict(n=None, axis=-1))])
 def test_plan_takes_the_jobs_the_function_runs(monkeypatch, kind, shape, dtype, kwargs):
-    # No GPU: the device work is recorded. What the function submits, in order, is what Plan
-    # builds its device plans for; the result's shape and dtype are what Plan says.
+    # No GPU: each submission the function makes runs in numpy float64 by what its steps mean
+    # (planner.Step), so the function's result shows its jobs are right, independently of how
+    # _jobs derives them; Plan builds its device plans for exactly those submissions.
     from pyfftgl import _api
-    ran = []
+    ran, built = [], []
 
     def run(x, steps, backend):
         ran.append((x.shape, tuple(steps)))
-        return np.zeros(_api._steps_out_shape(x.shape, steps), np.complex64)
+        return steps_in_numpy(x, steps)
+
+    def build(shape, steps, backend, precision):
+        built.append((shape, tuple(steps)))
+        return types.SimpleNamespace(cache_key=len(built))  # what Plan keeps of a device plan
     monkeypatch.setattr(_api, "_run", run)
-    got = getattr(pyfftgl, kind)(np.zeros(shape, dtype), norm="ortho", **kwargs)
-    call = _api._jobs(kind, shape, dtype, norm="ortho", **kwargs)
-    assert ran == [(job.shape, job.steps) for job in call.jobs]
-    ref = getattr(np.fft, kind)(np.zeros(shape, dtype), norm="ortho", **kwargs)
-    assert got.shape == ref.shape == call.out_shape
-    assert got.dtype == call.out_dtype == (np.float16 if ref.dtype == np.float16 else
-                                           np.float32 if ref.dtype.kind == "f" else np.complex64)
+    monkeypatch.setattr(_api, "cached_steps_plan", build)
+    a = np.random.default_rng(sum(shape)).standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * np.random.default_rng(len(shape)).standard_normal(shape)
+    a = a.astype(dtype)
+    got = getattr(pyfftgl, kind)(a, norm="ortho", **kwargs)
+    ref = getattr(np.fft, kind)(a, norm="ortho", **kwargs)
+    want = getattr(np.fft, kind)(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
+                                 norm="ortho", **kwargs)
+    assert got.shape == ref.shape and got.dtype == (np.float16 if ref.dtype == np.float16 else
+                                                    np.float32 if ref.dtype.kind == "f" else
+                                                    np.complex64)
+    scale = max(np.max(np.abs(want), initial=0), 1.0)
+    tol = 2 * float(np.finfo(np.float16).eps) if got.dtype == np.float16 else 2e-5
+    assert np.max(np.abs(got - want), initial=0) <= tol * scale
+    p = pyfftgl.plan(shape, dtype, kind=kind, norm="ortho",
+                     axes=kwargs.get("axes", kwargs.get("axis")), s=kwargs.get("s"),
+                     n=kwargs.get("n"))
+    assert built == [r for r in ran if np.prod(r[0])]  # one device plan per non-empty submission
+    assert (p.out_shape, p.out_dtype) == (got.shape, got.dtype)
+
+
+def steps_in_numpy(x, steps):
+    """What planner steps compute on the upload `x`, in float64 numpy: an even real length on
+    the innermost axis travels as half as many complex values (r2c input, c2r output)."""
+    y = x.astype(np.complex128)
+    for st in steps:
+        packed = st.kind != "c2c" and st.n % 2 == 0 and st.axis == y.ndim - 1
+        if st.kind == "c2c":
+            y = (np.fft.ifft if st.inverse else np.fft.fft)(y, axis=st.axis, norm=st.norm)
+        elif st.kind == "r2c":
+            reals = np.stack([y.real, y.imag], -1).reshape(y.shape[:-1] + (-1,)) if packed \
+                else y.real
+            y = np.fft.rfft(reals, n=st.n, axis=st.axis, norm=st.norm)
+        else:
+            r = np.fft.irfft(y, n=st.n, axis=st.axis, norm=st.norm)
+            y = r[..., 0::2] + 1j * r[..., 1::2] if packed else r.astype(np.complex128)
+    return y.astype(x.dtype)

@@ -1,6 +1,8 @@
 """Every kind of length on both backends: all n up to 128 and a sample to 1024 (every n to 1024
 in the slow tier), powers of the radices up to what the software drivers hold, four-step
 pass-count boundaries, and Bluestein primes."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,7 @@ import pyfftgl
 from pyfftgl import planner
 from pyfftgl.backends import get_device
 from pyfftgl.plans import build_table
-from conftest import assert_accurate, random_complex, share
+from conftest import BACKENDS, assert_accurate, random_complex, share
 
 
 def check(n, batch, backend, inverse=False):
@@ -54,6 +56,22 @@ def lengths_up_to_1024(limits, sample: int | None = None):
     return sorted(set(out))
 
 
+def agreed(build):
+    """build(limits) for each driver's limits, asserted to be one list: conftest.share gives
+    each driver every other item of it, so lists that differed would leave lengths on neither."""
+    lists = {b: build(get_device(b).info.limits) for b in BACKENDS}
+    first = lists[BACKENDS[0]]
+    for b, items in lists.items():
+        assert items == first, f"{b}'s list differs from {BACKENDS[0]}'s: " \
+            f"{sorted(set(items) ^ set(first))[:10]}"
+    return first
+
+
+@functools.lru_cache(maxsize=None)
+def sweep_lengths(sample):
+    return agreed(lambda limits: lengths_up_to_1024(limits, sample))
+
+
 SWEEP_CHUNKS = 4  # test items per driver, so the two pytest workers share a sweep
 
 
@@ -63,7 +81,7 @@ def _sweep(backend, chunk, sample):
     assert programs(planner.plan_fft(113, 2, False, "backward", limits)) == programs(
         planner.plan_fft(127, 2, False, "backward", limits))
     # each length on one of the two drivers (conftest.share), every other one on each
-    for n in share(lengths_up_to_1024(limits, sample), backend)[chunk::SWEEP_CHUNKS]:
+    for n in share(sweep_lengths(sample), backend)[chunk::SWEEP_CHUNKS]:
         check(n, 2, backend)
 
 
@@ -95,12 +113,17 @@ def radix_powers(limit_elements):
     return out
 
 
-def test_powers_of_2_3_5_7_up_to_the_buffer_limit(backend):
-    limits = get_device(backend).info.limits
+def powers_to_the_buffer_limit(limits):
+    """Powers of 2 to the limit (2^24 at most), of 3, 5, 7 to 2^23 (each to its three-pass
+    plans)."""
     biggest = limits.max_buffer_bytes // 8
-    # powers of 2 to the limit (2^24 at most), of 3, 5, 7 to 2^23 (each to its three-pass plans)
     sizes = [n for n in radix_powers(min(biggest, 2**24)) if n & (n - 1) == 0 or n <= 2**23]
     assert 2**24 in sizes or biggest < 2**24
+    return sizes
+
+
+def test_powers_of_2_3_5_7_up_to_the_buffer_limit(backend):
+    sizes = agreed(powers_to_the_buffer_limit)
     # each power on one driver (conftest.share)
     for n in share(sizes, backend):
         batch = 1 if n > 2**16 else 3

@@ -180,3 +180,42 @@ def test_bad_arguments_raise_before_any_work(ctx):
         pyfftgl.gl.TextureFFT(ctx, (16, 32), norm="bogus")
     with pytest.raises(ValueError, match="intermediate"):
         pyfftgl.gl.TextureFFT(ctx, (16, 32), intermediate="texture")
+
+
+def test_misuse_raises_clear_errors_before_any_work(ctx):
+    """A released texture, a depth texture, a context that is not ModernGL's and a closed
+    TextureFFT each get an exception that says so (not an AttributeError from deep inside)."""
+    import moderngl
+    for not_a_context in (None, "ctx", object(), get_device("gl")):
+        with pytest.raises(TypeError, match="moderngl.Context"):
+            pyfftgl.gl.TextureFFT(not_a_context, (16, 32))
+    fft = pyfftgl.gl.TextureFFT(ctx, (16, 32))
+    good = texture(ctx, random_texels((16, 32), "rg32f", seed=1))
+    released = ctx.texture((32, 16), 2, dtype="f4")
+    released.release()
+    depth = ctx.depth_texture((32, 16))
+    assert isinstance(depth, moderngl.Texture) and (depth.components, depth.dtype) == (1, "f4")
+    for call, exc, msg in [
+        (lambda: fft.forward(released), ValueError, "src was released"),
+        (lambda: fft.inverse(good, released), ValueError, "dst was released"),
+        (lambda: fft.forward([good, released]), ValueError, r"src\[1\] was released"),
+        (lambda: fft.spectrum(released), ValueError, "kernel was released"),
+        (lambda: fft.forward(depth), TypeError, "src is a depth texture"),
+        (lambda: fft.forward(good, depth), TypeError, "dst is a depth texture"),
+        (lambda: fft.spectrum(depth), TypeError, "kernel is a depth texture"),
+    ]:
+        with pytest.raises(exc, match=msg):
+            call()
+    assert fft.plans() == [] and ctx.error == "GL_NO_ERROR"  # nothing planned or dispatched
+    kernel = np.random.default_rng(2).standard_normal((16, 32)).astype(np.float32)
+    spectrum = fft.spectrum(kernel)
+    fft.close()
+    fft.close()  # twice is harmless
+    for call in (lambda: fft.forward(good), lambda: fft.inverse(good, good),
+                 lambda: fft.spectrum(kernel), lambda: fft.convolve(good, spectrum)):
+        with pytest.raises(ValueError, match=r"TextureFFT \(16 x 32\) was closed"):
+            call()
+    # a spectrum made before close() keeps its data
+    assert_accurate(spectrum.get(), np.fft.fft2(kernel.astype(np.float64)), kernel.size)
+    depth.release()
+    good.release()

@@ -38,7 +38,7 @@ fi
 VPY="$PWD/$VENV/bin/python"
 pip() { "$VPY" -m pip --disable-pip-version-check -q "$@"; }
 
-if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, pybind11, setuptools, dask.array, distributed' 2>/dev/null; then
+if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, pybind11, setuptools, dask.array, distributed, matplotlib' 2>/dev/null; then
   say "installing Python packages"
   pip install --upgrade pip setuptools wheel
   # numpy 2: kp pins numpy<2 only in its metadata; built against pybind11 >= 2.12 it works with
@@ -46,7 +46,7 @@ if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, pybind11, setuptool
   # --no-compile: Python compiles what is imported when it is imported; byte-compiling every module
   # of scipy, dask and distributed up front was a quarter of a fresh set-up.
   pip install --no-compile "numpy>=2.0" "moderngl>=5.10" glfw "pytest>=7" pytest-xdist "pybind11>=2.12" scipy pillow \
-    "dask[array]>=2024.1" "distributed>=2024.1"
+    "dask[array]>=2024.1" "distributed>=2024.1" matplotlib
 fi
 
 # kp is rebuilt when missing or built without our latest patch (tools/kp_patch.py says why). The

@@ -80,7 +80,26 @@ if hasattr(os, "register_at_fork"):
 
 
 def set_backend(backend: str | None) -> None:
-    """Set the backend used when a call passes backend=None ('vulkan', 'gl', 'auto' or None)."""
+    """Set the backend of the calls that name none (backend=None), for the whole process.
+
+    Parameters
+    ----------
+    backend : {"vulkan", "gl", "auto"} or None
+        The API; "auto" and None: Vulkan, then OpenGL. The device opens on first use.
+
+    Raises
+    ------
+    ValueError
+        Any other value.
+
+    Examples
+    --------
+    >>> import pyfftgl
+    >>> pyfftgl.set_backend("gl")
+    >>> pyfftgl.get_device().info.api
+    'gl'
+    >>> pyfftgl.set_backend(None)
+    """
     global _default
     if backend is not None and backend not in BACKENDS + ("auto",):
         raise ValueError(f"backend must be one of {BACKENDS + ('auto',)}, got {backend!r}")
