@@ -16,13 +16,12 @@ from numbers import Number
 
 import numpy as np
 
-from . import shaders
+from . import _elementwise
 from .backends import get_device
 from .device_array import DeviceArray, asarray
-from .planner import groups_per_dispatch, split_groups, Step
+from .planner import Step
 from .planner.realtransforms import GENERIC, LineView, R2RAxis, fft_shape
 from .plans import Recorded, cached_steps_plan, check_precision, plan_cache, precision_of
-from .backends.base import Dispatch
 
 _PUSH = ("total", "group_base", "outer", "nsrc", "n", "m", "inner", "lines_p", "lines_q", "tbl")
 _NORMS = {None: 0, "backward": 0, "ortho": 1, "forward": 2}
@@ -195,8 +194,6 @@ class R2RPlan:
         self.device, self.real_shape, self.precision = device, tuple(real_shape), precision
         check_precision(device, precision)
         real_bytes = 8 if precision == 64 else 4
-        limits = device.info.limits
-        self.local = min(256, limits.max_invocations, limits.max_group_size[0])
         tables, steps, shape = [], [], list(real_shape)
         work = 0
         for ax, r2r in axes:
@@ -216,12 +213,10 @@ class R2RPlan:
                                      "on this device")
             tbl = sum(t.size for t in tables)
             tables.append(r2r.tables())
-            defines = {"MODE": r2r.mode, "LOCAL": self.local, "PAIR_INNER": int(view.pair_inner),
+            defines = {"MODE": r2r.mode, "PAIR_INNER": int(view.pair_inner),
                        "REVERSED": int(r2r.reversed)}
-            if precision == 64:
-                defines["PRECISION"] = 64
-            pre = shaders.get_program(device, "dct.comp", {"STAGE_PRE": 1, **defines}, _PUSH)
-            post = shaders.get_program(device, "dct.comp", {"STAGE_POST": 1, **defines}, _PUSH)
+            pre, post = (_elementwise.program(device, "dct.comp", {stage: 1, **defines}, _PUSH,
+                                              precision) for stage in ("STAGE_PRE", "STAGE_POST"))
             shape[ax] = r2r.n
             base = dict(outer=outer, nsrc=nsrc, n=r2r.n, m=m, inner=inner, lines_p=p, lines_q=q,
                         tbl=tbl)
@@ -241,28 +236,20 @@ class R2RPlan:
         self._recorded = Recorded(self.RECORDED)
         self._lock = threading.Lock()
 
-    def _grid(self, program, threads, push: dict, buffers) -> list[Dispatch]:
-        groups = -(-threads // self.local)
-        per = groups_per_dispatch(self.local * 32)
-        out = []
-        for base, gx, gy in split_groups(groups, self.device.info.limits.max_group_count, per):
-            values = dict(push, total=threads, group_base=base)
-            out.append(Dispatch(program, (gx, gy, 1),
-                                np.array([values[k] for k in _PUSH], np.uint32), tuple(buffers)))
-        return out
-
     def dispatches(self, src, dst) -> list[Dispatch]:
         out, cur = [], src
         w0, w1 = self._work
         for i, (pre, post, fft, push, pre_threads, post_threads, _) in enumerate(self._steps):
             last = i == len(self._steps) - 1
             nxt = dst if last else self._mid[i % len(self._mid)]
-            out += self._grid(pre, pre_threads, push, (cur, w0, self._tables))
+            out += _elementwise.dispatches(self.device, pre, pre_threads, push,
+                                           (cur, w0, self._tables))
             spectrum = w0
             if fft is not None:
                 out += [d for ds in fft.dispatches({"in": w0, "out": w1}) for d in ds]
                 spectrum = w1
-            out += self._grid(post, post_threads, push, (spectrum, nxt, self._tables))
+            out += _elementwise.dispatches(self.device, post, post_threads, push,
+                                           (spectrum, nxt, self._tables))
             cur = nxt
         return out
 
@@ -284,7 +271,8 @@ def _plan(call: _Call, device) -> R2RPlan:
     return plan_cache.get(key, build)
 
 
-def _execute(call: _Call | None, x, backend):
+def execute(call: "_Call | None", x, backend):
+    """Run a checked call on `x` (numpy: returns numpy; DeviceArray: returns a DeviceArray)."""
     if call is None:
         return x
     if isinstance(x, DeviceArray):
@@ -332,43 +320,43 @@ def _doc(name: str, summary: str, nd: bool) -> str:
 
 def dct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
         orthogonalize=None, *, backend=None):
-    return _execute(_call("dct", True, x, type, n, axis, norm, workers, orthogonalize), x, backend)
+    return execute(_call("dct", True, x, type, n, axis, norm, workers, orthogonalize), x, backend)
 
 
 def idct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None, *, backend=None):
-    return _execute(_call("dct", False, x, type, n, axis, norm, workers, orthogonalize), x, backend)
+    return execute(_call("dct", False, x, type, n, axis, norm, workers, orthogonalize), x, backend)
 
 
 def dst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
         orthogonalize=None, *, backend=None):
-    return _execute(_call("dst", True, x, type, n, axis, norm, workers, orthogonalize), x, backend)
+    return execute(_call("dst", True, x, type, n, axis, norm, workers, orthogonalize), x, backend)
 
 
 def idst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None, *, backend=None):
-    return _execute(_call("dst", False, x, type, n, axis, norm, workers, orthogonalize), x, backend)
+    return execute(_call("dst", False, x, type, n, axis, norm, workers, orthogonalize), x, backend)
 
 
 def dctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None, *, backend=None):
-    return _execute(_calln("dct", True, x, type, s, axes, norm, workers, orthogonalize), x, backend)
+    return execute(_calln("dct", True, x, type, s, axes, norm, workers, orthogonalize), x, backend)
 
 
 def idctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
           orthogonalize=None, *, backend=None):
-    return _execute(_calln("dct", False, x, type, s, axes, norm, workers, orthogonalize), x,
+    return execute(_calln("dct", False, x, type, s, axes, norm, workers, orthogonalize), x,
                     backend)
 
 
 def dstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None, *, backend=None):
-    return _execute(_calln("dst", True, x, type, s, axes, norm, workers, orthogonalize), x, backend)
+    return execute(_calln("dst", True, x, type, s, axes, norm, workers, orthogonalize), x, backend)
 
 
 def idstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
           orthogonalize=None, *, backend=None):
-    return _execute(_calln("dst", False, x, type, s, axes, norm, workers, orthogonalize), x,
+    return execute(_calln("dst", False, x, type, s, axes, norm, workers, orthogonalize), x,
                     backend)
 
 
