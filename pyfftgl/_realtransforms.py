@@ -107,7 +107,7 @@ def _shape_and_axes(shape_in, s, axes):
     else:
         s = [shape_in[a] for a in axes]
     if any(n < 1 for n in s):
-        raise ValueError(f"invalid number of data points ({tuple(s)}) specified")
+        raise ValueError(f"invalid number of data points ({list(s)}) specified")
     return list(s), list(axes)
 
 
