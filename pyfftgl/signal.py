@@ -21,9 +21,10 @@ from . import _api, _elementwise
 from ._realtransforms import _shape_and_axes
 from .backends import get_device
 from .device_array import DeviceArray, asarray
-from .plans import Recorded, check_precision, precision_of
+from .planner import Step
+from .plans import Recorded, cached_steps_plan, check_precision, precision_of
 
-_PUSH = ("total", "group_base", "nsrc", "n", "inner", "off")
+_PUSH = ("total", "group_base", "ns1", "n1", "off1", "ns2", "n2", "off2", "inner")
 _MODES = ("full", "same", "valid")
 
 
@@ -125,7 +126,9 @@ class Convolver:
         self.crop = [((full[a] - want[a]) // 2, want[a]) for a in range(ndim)]
         self.out_shape = tuple(want)
         self.fft_axes = axes
-        self._windows: dict = {}
+        self.batch_shape = tuple(self.batch[a] if a not in axes else self.image_shape[a]
+                                 for a in range(ndim))
+        self._plans = None
         self._recorded = Recorded(8)
         self._kernel_spectrum = self._spectrum(kernel) if axes else None
         self._kernel = kernel if not axes else None
@@ -148,24 +151,52 @@ class Convolver:
         padded[tuple(slice(0, n) for n in host.shape)] = host
         return asarray(padded, dtype=dtype, backend=self.device)
 
+    def _window_dispatches(self, src, shape, spans, dtype, dst=None):
+        """Dispatches cutting [off, off + n) of every axis of `src` (of `shape`), zero beyond
+        it, into `dst` (a new buffer if None), two neighbouring axes per pass; at least one
+        pass. Returns (dispatches, dst, temporaries)."""
+        reals = np.dtype(dtype).kind == "c"
+        item = np.dtype(dtype).itemsize
+        changed = [a for a, (off, n) in enumerate(spans) if off != 0 or n != shape[a]]
+        chunks, a = [], 0
+        for a in changed:
+            if chunks and chunks[-1][-1] == a - 1 and len(chunks[-1]) == 1:
+                chunks[-1].append(a)
+            else:
+                chunks.append([a])
+        chunks = chunks or [[len(shape) - 1]]
+        prog = _elementwise.program(self.device, "signal.comp", {"STAGE_WINDOW": 1}, _PUSH,
+                                    precision_of(dtype))
+        out, cur, temps = [], src, []
+        cur_shape = list(shape)
+        for k, chunk in enumerate(chunks):
+            new_shape = list(cur_shape)
+            for ax in chunk:
+                new_shape[ax] = spans[ax][1]
+            size = math.prod(new_shape)
+            if k == len(chunks) - 1 and dst is not None:
+                nxt = dst
+            else:
+                nxt = self.device.buffer(max(4, size * item), device_only=True)
+                temps.append(nxt)
+            a0, a1 = chunk[0], chunk[-1]
+            push = dict(ns1=cur_shape[a0], n1=new_shape[a0], off1=spans[a0][0],
+                        ns2=cur_shape[a1] if len(chunk) == 2 else 1,
+                        n2=new_shape[a1] if len(chunk) == 2 else 1,
+                        off2=spans[a1][0] if len(chunk) == 2 else 0,
+                        inner=math.prod(cur_shape[a1 + 1:]) * (2 if reals else 1))
+            out += _elementwise.dispatches(self.device, prog, size * (2 if reals else 1), push,
+                                           (cur, nxt))
+            cur, cur_shape = nxt, new_shape
+        return out, cur, temps
+
     def _window(self, d: DeviceArray, spans) -> DeviceArray:
         """d's sub-array [off, off + n) per axis (zero beyond d), on the device."""
-        cur, reals = d, d.dtype.kind == "c"
-        for ax, (off, n) in enumerate(spans):
-            if off == 0 and n == cur.shape[ax]:
-                continue
-            shape = cur.shape[:ax] + (n,) + cur.shape[ax + 1:]
-            inner = math.prod(cur.shape[ax + 1:]) * (2 if reals else 1)
-            out = DeviceArray(self.device.buffer(max(4, math.prod(shape) * cur.dtype.itemsize),
-                                                 device_only=True), shape, cur.dtype, self.device)
-            prog = _elementwise.program(self.device, "signal.comp", {"STAGE_WINDOW": 1}, _PUSH,
-                                        precision_of(cur.dtype))
-            push = dict(nsrc=cur.shape[ax], n=n, inner=inner, off=off)
-            threads = math.prod(shape) * (2 if reals else 1)
-            self._run(_elementwise.dispatches(self.device, prog, threads, push,
-                                              (cur.buffer, out.buffer)))
-            cur = out
-        return cur
+        if all(off == 0 and n == d.shape[a] for a, (off, n) in enumerate(spans)):
+            return d
+        dispatches, buf, _ = self._window_dispatches(d.buffer, d.shape, spans, d.dtype)
+        self._run(dispatches)
+        return DeviceArray(buf, tuple(n for _, n in spans), d.dtype, self.device)
 
     def _run(self, dispatches) -> None:
         with self.device.current():
@@ -177,27 +208,95 @@ class Convolver:
         f = _api.rfftn if self.real_fft else _api.fftn
         return f(p, axes=self.fft_axes)
 
-    def __call__(self, image):
-        """The convolution of `image` (numpy or DeviceArray) with the kernel, cut to the mode."""
+    def _real_plans(self):
+        """The r2c and c2r device plans of the real path, their work buffers, or None where
+        they do not fit one submission (then the calls go through the API one by one)."""
+        if self._plans is None:
+            axes, f = self.fft_axes, self.fshape
+            last = axes[-1]
+            view = tuple(f[:-1]) + (f[-1] // 2,)
+            spec = tuple(f[:-1]) + (f[-1] // 2 + 1,)
+            fwd = [Step("r2c", last, n=f[last])] + [Step("c2c", a) for a in axes[-2::-1]]
+            inv = [Step("c2c", a, inverse=True) for a in axes[:-1]] + \
+                [Step("c2r", last, n=f[last])]
+            plans = (cached_steps_plan(view, tuple(fwd), self.device, self.precision),
+                     cached_steps_plan(spec, tuple(inv), self.device, self.precision))
+            if any(p.spec.chunks != 1 for p in plans):
+                self._plans = False
+            else:
+                rb = self.dtype.itemsize
+                cb = 2 * rb * math.prod(spec)
+                self._plans = plans + tuple(self.device.buffer(n, device_only=True) for n in
+                                            (rb * math.prod(f), cb, cb, rb * math.prod(f)))
+        return self._plans or None
+
+    def dispatches(self, image_buf, out_buf, keep: list | None = None) -> list:
+        """The whole real-path call as one list of dispatches: pad, forward FFT, product with
+        the kernel's spectrum, inverse FFT, the mode's crop (the benchmark times it). `keep`
+        receives the temporary buffers they bind, to be held as long as they are."""
+        fwd, inv, padded, spec, prod, full = self._real_plans()
+        pad, _, t1 = self._window_dispatches(image_buf, self.batch_shape,
+                                             [(0, n) for n in self.fshape], self.dtype, padded)
+        crop, _, t2 = self._window_dispatches(full, self.fshape, self.crop, self.dtype, out_buf)
+        if keep is not None:
+            keep += t1 + t2
+        mul = _elementwise.dispatches(
+            self.device, _elementwise.program(self.device, "signal.comp", {"STAGE_CMUL": 1},
+                                              _PUSH, self.precision),
+            prod.nbytes // (2 * self.dtype.itemsize), {k: 0 for k in _PUSH[2:]},
+            (spec, prod, self._kernel_spectrum.buffer))
+        return pad + [d for ds in fwd.dispatches({"in": padded, "out": spec}) for d in ds] + \
+            mul + [d for ds in inv.dispatches({"in": prod, "out": full}) for d in ds] + crop
+
+    def _check_out(self, out):
+        if out is not None and (not isinstance(out, DeviceArray) or out.device is not self.device
+                                or out.shape != self.out_shape or out.dtype != self.dtype):
+            raise ValueError(f"out must be a DeviceArray of shape {self.out_shape} and dtype "
+                             f"{self.dtype} on the Convolver's device")
+
+    def __call__(self, image, out=None):
+        """The convolution of `image` (numpy or DeviceArray) with the kernel, cut to the mode;
+        `out`: a DeviceArray to write it to (DeviceArray images)."""
         shape = tuple(image.shape) if isinstance(image, DeviceArray) else np.shape(image)
         if shape != self.image_shape:
             raise ValueError(f"this Convolver takes images of shape {self.image_shape}, got "
                              f"{shape}")
+        self._check_out(out)
         device_in = isinstance(image, DeviceArray)
         if not self.fft_axes:  # scipy: no axis to transform, a broadcast product
             host = np.asarray(image.get() if device_in else image) * np.asarray(
                 self._kernel.get() if isinstance(self._kernel, DeviceArray) else self._kernel)
             result = host[tuple(slice(o, o + n) for o, n in self.crop)].copy()
             return asarray(result, backend=self.device) if device_in else result
+        if self.real_fft and self._real_plans():
+            d = image
+            if not (device_in and image.device is self.device and image.dtype == self.dtype
+                    and image.shape == self.batch_shape):
+                host = np.asarray(image.get() if device_in else image)
+                d = asarray(np.broadcast_to(host, self.batch_shape), dtype=self.dtype,
+                            backend=self.device)
+            if out is None:
+                out = DeviceArray(self.device.buffer(max(4, math.prod(self.out_shape)
+                                                         * self.dtype.itemsize),
+                                                     device_only=True),
+                                  self.out_shape, self.dtype, self.device)
+            def record():
+                temps = []
+                return self.device.record(self.dispatches(d.buffer, out.buffer, temps)), temps
+            with self.device.current():
+                sub, _ = self._recorded.get((d.buffer, out.buffer), record)
+            sub.run(wait=False)
+            return out if device_in else out.get()
         spectrum = _api.rfftn(self._padded(image), axes=self.fft_axes) if self.real_fft else \
             _api.fftn(self._padded(image), axes=self.fft_axes)
         product = DeviceArray(self.device.buffer(spectrum.nbytes, device_only=True),
                               spectrum.shape, spectrum.dtype, self.device)
         prog = _elementwise.program(self.device, "signal.comp", {"STAGE_CMUL": 1}, _PUSH,
                                     precision_of(spectrum.dtype))
-        self._run(_elementwise.dispatches(
-            self.device, prog, spectrum.size, {"nsrc": 0, "n": 0, "inner": 0, "off": 0},
-            (spectrum.buffer, product.buffer, self._kernel_spectrum.buffer)))
+        self._run(_elementwise.dispatches(self.device, prog, spectrum.size,
+                                          {k: 0 for k in _PUSH[2:]},
+                                          (spectrum.buffer, product.buffer,
+                                           self._kernel_spectrum.buffer)))
         spectrum.close()
         if self.real_fft:
             full = _api.irfftn(product, s=[self.fshape[a] for a in self.fft_axes],
@@ -207,12 +306,13 @@ class Convolver:
         product.close()
         if not self.complex and full.dtype.kind == "c":  # real data through complex FFTs
             full = asarray(np.ascontiguousarray(full.get().real), backend=self.device)
-        out = self._window(full, self.crop)
-        if out is not full:
-            full.close()
-        if out.dtype != self.dtype:
-            out = asarray(out.get().astype(self.dtype), backend=self.device)
-        return out if device_in else out.get()
+        result = self._window(full, self.crop)
+        if result.dtype != self.dtype:
+            result = asarray(result.get().astype(self.dtype), backend=self.device)
+        if out is not None:
+            self.device.write(out.buffer, result.get().view(np.float32).ravel())
+            return out
+        return result if device_in else result.get()
 
     execute = __call__
 
