@@ -271,18 +271,29 @@ def _plan(call: _Call, device) -> R2RPlan:
     return plan_cache.get(key, build)
 
 
-def execute(call: "_Call | None", x, backend):
-    """Run a checked call on `x` (numpy: returns numpy; DeviceArray: returns a DeviceArray)."""
+def execute(call: "_Call | None", x, backend, out=None):
+    """Run a checked call on `x` (numpy: returns numpy; DeviceArray: returns a DeviceArray, in
+    `out` when given)."""
+    if out is not None and not (isinstance(x, DeviceArray) and isinstance(out, DeviceArray)):
+        raise TypeError("out= is for DeviceArray input: a DeviceArray on the same device")
     if call is None:
         return x
     if isinstance(x, DeviceArray):
+        if out is not None and (out.device is not x.device or out.shape != call.out_shape
+                                or out.dtype != call.dtype or out.buffer is x.buffer):
+            raise ValueError(f"out must be a DeviceArray of shape {call.out_shape} and dtype "
+                             f"{call.dtype} on the input's device, not the input itself")
         if backend is not None and get_device(backend) is not x.device:
             raise ValueError("the array is on another device than the requested backend; copy "
                              "it with pyfftgl.asarray(a, backend=...)")
         device = x.device
         if call.empty:
-            return asarray(np.zeros(call.out_shape, call.dtype), backend=device)
+            return out if out is not None else asarray(np.zeros(call.out_shape, call.dtype),
+                                                   backend=device)
         plan = _plan(call, device)
+        if out is not None:
+            plan.run(x.buffer, out.buffer)
+            return out
         buf = device.buffer(max(plan.out_nbytes, 4), device_only=True)
         plan.run(x.buffer, buf)
         return DeviceArray(buf, call.out_shape, call.dtype, device)
@@ -315,49 +326,56 @@ def _doc(name: str, summary: str, nd: bool) -> str:
             "real and imaginary parts. A DeviceArray (float32, float64, complex64, complex128) "
             "returns a DeviceArray, computed with no host transfer. `overwrite_x` and `workers` "
             "are accepted and checked as scipy checks them; the input is never modified. "
-            "`backend` picks the API (\"vulkan\", \"gl\", \"auto\" or a Device).")
+            "`backend` picks the API (\"vulkan\", \"gl\", \"auto\" or a Device); `out`, a "
+            "DeviceArray of the result's shape and dtype, receives a DeviceArray's result.")
 
 
 def dct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
-        orthogonalize=None, *, backend=None):
-    return execute(_call("dct", True, x, type, n, axis, norm, workers, orthogonalize), x, backend)
+        orthogonalize=None, *, backend=None, out=None):
+    call = _call("dct", True, x, type, n, axis, norm, workers, orthogonalize)
+    return execute(call, x, backend, out)
 
 
 def idct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
-         orthogonalize=None, *, backend=None):
-    return execute(_call("dct", False, x, type, n, axis, norm, workers, orthogonalize), x, backend)
+         orthogonalize=None, *, backend=None, out=None):
+    call = _call("dct", False, x, type, n, axis, norm, workers, orthogonalize)
+    return execute(call, x, backend, out)
 
 
 def dst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
-        orthogonalize=None, *, backend=None):
-    return execute(_call("dst", True, x, type, n, axis, norm, workers, orthogonalize), x, backend)
+        orthogonalize=None, *, backend=None, out=None):
+    call = _call("dst", True, x, type, n, axis, norm, workers, orthogonalize)
+    return execute(call, x, backend, out)
 
 
 def idst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
-         orthogonalize=None, *, backend=None):
-    return execute(_call("dst", False, x, type, n, axis, norm, workers, orthogonalize), x, backend)
+         orthogonalize=None, *, backend=None, out=None):
+    call = _call("dst", False, x, type, n, axis, norm, workers, orthogonalize)
+    return execute(call, x, backend, out)
 
 
 def dctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
-         orthogonalize=None, *, backend=None):
-    return execute(_calln("dct", True, x, type, s, axes, norm, workers, orthogonalize), x, backend)
+         orthogonalize=None, *, backend=None, out=None):
+    call = _calln("dct", True, x, type, s, axes, norm, workers, orthogonalize)
+    return execute(call, x, backend, out)
 
 
 def idctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
-          orthogonalize=None, *, backend=None):
-    return execute(_calln("dct", False, x, type, s, axes, norm, workers, orthogonalize), x,
-                    backend)
+          orthogonalize=None, *, backend=None, out=None):
+    call = _calln("dct", False, x, type, s, axes, norm, workers, orthogonalize)
+    return execute(call, x, backend, out)
 
 
 def dstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
-         orthogonalize=None, *, backend=None):
-    return execute(_calln("dst", True, x, type, s, axes, norm, workers, orthogonalize), x, backend)
+         orthogonalize=None, *, backend=None, out=None):
+    call = _calln("dst", True, x, type, s, axes, norm, workers, orthogonalize)
+    return execute(call, x, backend, out)
 
 
 def idstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
-          orthogonalize=None, *, backend=None):
-    return execute(_calln("dst", False, x, type, s, axes, norm, workers, orthogonalize), x,
-                    backend)
+          orthogonalize=None, *, backend=None, out=None):
+    call = _calln("dst", False, x, type, s, axes, norm, workers, orthogonalize)
+    return execute(call, x, backend, out)
 
 
 for _f, _summary in ((dct, "Return the Discrete Cosine Transform of arbitrary type sequence x"),

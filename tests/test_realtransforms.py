@@ -192,3 +192,17 @@ def test_line_views_pair_lines():
     assert R2RAxis("dct", 1, 7, 0, False).fft_length == 12
     assert R2RAxis("dst", 1, 7, 0, False).fft_length == 16
     assert R2RAxis("dst", 4, 7, 0, False).fft_length == 14
+
+
+@pytest.mark.quick
+def test_out_receives_a_device_result(backend):
+    x = np.random.default_rng(4).standard_normal((8, 6)).astype(np.float32)
+    d = pyfftgl.asarray(x, backend=backend)
+    out = pyfftgl.asarray(np.zeros((8, 6), np.float32), backend=backend)
+    assert pyfftgl.dstn(d, type=3, out=out) is out
+    check(out.get().astype(np.float64), exact("dst", exact("dst", x.T, 3).T, 3),
+          2 * bound("dst", 3, 8, 32))
+    with pytest.raises(ValueError, match="out must be"):
+        pyfftgl.dctn(d, out=d)
+    with pytest.raises(TypeError, match="out= is for DeviceArray"):
+        pyfftgl.dct(x, out=out)

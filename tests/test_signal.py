@@ -29,7 +29,8 @@ def test_every_mode_matches_scipy(backend, mode):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((20, 17)), rng.standard_normal((5, 4))
     ac = a + 1j * rng.standard_normal(a.shape)
-    for f, g in ((ps.fftconvolve, scipy.signal.fftconvolve), (ps.oaconvolve, scipy.signal.oaconvolve)):
+    for f, g in ((ps.fftconvolve, scipy.signal.fftconvolve),
+                 (ps.oaconvolve, scipy.signal.oaconvolve)):
         close(f(a, b, mode, backend=backend), g(a, b, mode), 1e-14)
         close(f(b, a, mode, backend=backend), g(b, a, mode), 1e-14)  # 'valid' swaps them
         # single precision: the float64 convolution of the same float32 data, in float32
