@@ -236,22 +236,28 @@ class R2RPlan:
         self._recorded = Recorded(self.RECORDED)
         self._lock = threading.Lock()
 
-    def dispatches(self, src, dst) -> list[Dispatch]:
+    def parts(self, src, dst) -> list[tuple[str, list]]:
+        """The call's dispatches from buffer `src` to `dst` in order, by part: ("pre", ...),
+        ("fft", ...), ("post", ...) for each axis (the benchmark times them apart)."""
         out, cur = [], src
         w0, w1 = self._work
         for i, (pre, post, fft, push, pre_threads, post_threads, _) in enumerate(self._steps):
             last = i == len(self._steps) - 1
             nxt = dst if last else self._mid[i % len(self._mid)]
-            out += _elementwise.dispatches(self.device, pre, pre_threads, push,
-                                           (cur, w0, self._tables))
+            out.append(("pre", _elementwise.dispatches(self.device, pre, pre_threads, push,
+                                                       (cur, w0, self._tables))))
             spectrum = w0
             if fft is not None:
-                out += [d for ds in fft.dispatches({"in": w0, "out": w1}) for d in ds]
+                out.append(("fft", [d for ds in fft.dispatches({"in": w0, "out": w1})
+                                    for d in ds]))
                 spectrum = w1
-            out += _elementwise.dispatches(self.device, post, post_threads, push,
-                                           (spectrum, nxt, self._tables))
+            out.append(("post", _elementwise.dispatches(self.device, post, post_threads, push,
+                                                        (spectrum, nxt, self._tables))))
             cur = nxt
         return out
+
+    def dispatches(self, src, dst) -> list:
+        return [d for _, ds in self.parts(src, dst) for d in ds]
 
     def run(self, src, dst) -> None:
         """Queue the transform of buffer `src` into buffer `dst` (the host does not wait)."""
