@@ -17,7 +17,7 @@ def bound(kind, type_, n, precision):
     """The accuracy contract at the FFT length m the transform runs (x2 for Bluestein lengths),
     its pre and post passes (a complex multiply each) counted as two more stages: log2 m + 2."""
     m = R2RAxis(kind, type_, n, 0, False).fft_length
-    factor = 2.0 if m > 1 and max(prime_factors(m)) > 13 else 1.0
+    factor = 2.0 if m > 1 and max(prime_factors(m)) > 31 else 1.0
     eps = EPS32 if precision == 32 else EPS64
     return factor * eps * np.sqrt(np.log2(max(m, 1)) + 2)
 
