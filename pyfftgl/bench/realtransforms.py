@@ -129,9 +129,11 @@ def _cupy_case(case: dict, calls: int) -> dict | None:
 
 
 def run(quick: bool = False, backends=("vulkan", "gl"), calls: int = 200,
-        out_dir: Path | None = Path("bench/results")) -> list[dict]:
+        out_dir: Path | None = Path("bench/results"), only: list[dict] | None = None
+        ) -> list[dict]:
+    """Time `only` (dicts as cases() makes them) or cases(quick); print and record them."""
     records = []
-    for case in cases(quick):
+    for case in only or cases(quick):
         ref = _cupy_case(case, calls)
         for backend in backends:
             rec = {"case": case["name"], "backend": backend,
