@@ -23,7 +23,8 @@ from .planner import Step
 from .planner.realtransforms import GENERIC, LineView, R2RAxis, fft_shape
 from .plans import Recorded, cached_steps_plan, check_precision, plan_cache, precision_of
 
-_PUSH = ("total", "group_base", "outer", "nsrc", "n", "m", "inner", "lines_p", "lines_q", "tbl")
+_PUSH = ("total", "group_base", "outer", "nsrc", "n", "m", "inner", "lines_p", "lines_q", "tbl",
+         "pn", "pm", "pinner", "pq", "ptbl")  # p*: the previous axis, for a fused pre pass
 _NORMS = {None: 0, "backward": 0, "ortho": 1, "forward": 2}
 
 
@@ -186,20 +187,20 @@ def _shape_dtype(x):
 
 class R2RPlan:
     """The DCT/DST of one call shape on one device: per axis a pre pass, a complex FFT plan and
-    a post pass, recorded in one submission per (input, output) buffers."""
+    a post pass, recorded in one submission per (input, output) buffers. `fuse`: an axis's post
+    pass is evaluated inside the next axis's pre pass where that reads it, so the reals between
+    two axes are never stored (one pass fewer per axis after the first)."""
 
     RECORDED = 8  # recorded submissions kept, by the buffers they bind
 
-    def __init__(self, real_shape, axes, precision, device):
+    def __init__(self, real_shape, axes, precision, device, fuse: bool = True):
         self.device, self.real_shape, self.precision = device, tuple(real_shape), precision
         check_precision(device, precision)
         real_bytes = 8 if precision == 64 else 4
         tables, steps, shape = [], [], list(real_shape)
         work = 0
         for ax, r2r in axes:
-            outer = math.prod(shape[:ax])
-            inner = math.prod(shape[ax + 1:])
-            nsrc = shape[ax]
+            outer, inner = math.prod(shape[:ax]), math.prod(shape[ax + 1:])
             view = LineView(outer, inner, r2r.paired)
             p, q, m = view.lines_p, view.lines_q, r2r.fft_length
             fft = None
@@ -211,25 +212,37 @@ class R2RPlan:
                 if fft.spec.chunks != 1:
                     raise ValueError(f"a DCT/DST of {real_shape} does not fit one submission "
                                      "on this device")
-            tbl = sum(t.size for t in tables)
-            tables.append(r2r.tables())
             defines = {"MODE": r2r.mode, "PAIR_INNER": int(view.pair_inner),
                        "REVERSED": int(r2r.reversed)}
-            pre, post = (_elementwise.program(device, "dct.comp", {stage: 1, **defines}, _PUSH,
-                                              precision) for stage in ("STAGE_PRE", "STAGE_POST"))
+            prev = steps[-1] if steps else None
+            fused = fuse and prev is not None and prev["fft"] is not None
+            pre_defines = {"STAGE_PRE": 1, **defines}
+            push = dict(outer=outer, nsrc=shape[ax], n=r2r.n, m=m, inner=inner, lines_p=p,
+                        lines_q=q, tbl=sum(t.size for t in tables))
+            if fused:  # this pre pass reads the previous axis's spectrum through its post
+                prev["fused_next"] = True
+                pre_defines.update({f"PREV_{k}": v for k, v in prev["defines"].items()})
+                pp = prev["push"]
+                push.update(pn=pp["n"], pm=pp["m"], pinner=pp["inner"], pq=pp["lines_q"],
+                            ptbl=pp["tbl"])
+            tables.append(r2r.tables())
             shape[ax] = r2r.n
-            base = dict(outer=outer, nsrc=nsrc, n=r2r.n, m=m, inner=inner, lines_p=p, lines_q=q,
-                        tbl=tbl)
-            post_threads = outer * r2r.n * inner if r2r.mode == GENERIC else p * m * q
-            steps.append((pre, post, fft, base, p * m * q, post_threads, math.prod(shape)))
+            steps.append(dict(
+                pre=_elementwise.program(device, "dct.comp", pre_defines, _PUSH, precision),
+                post=_elementwise.program(device, "dct.comp", {"STAGE_POST": 1, **defines},
+                                          _PUSH, precision),
+                fft=fft, defines=defines, push={k: push.get(k, 0) for k in _PUSH[2:]},
+                pre_threads=p * m * q, fused=fused, fused_next=False, size=math.prod(shape),
+                post_threads=outer * r2r.n * inner if r2r.mode == GENERIC else p * m * q))
             work = max(work, p * m * q)
         table = np.concatenate(tables).astype(np.complex128 if precision == 64 else np.complex64)
         self._tables = device.buffer(table.nbytes, table.view(np.float32))
         cbytes = 2 * real_bytes
         self._work = [device.buffer(work * cbytes) for _ in range(2)]
-        mid = max(s[6] for s in steps[:-1]) if len(steps) > 1 else 0
-        self._mid = [device.buffer(mid * real_bytes) for _ in range(min(2, len(steps) - 1))]
-        self.out_size = steps[-1][6]
+        stored = [st["size"] for st in steps[:-1] if not st["fused_next"]]
+        mid = max(stored, default=0)
+        self._mid = [device.buffer(mid * real_bytes) for _ in range(min(2, len(stored)))]
+        self.out_size = steps[-1]["size"]
         self.out_nbytes = self.out_size * real_bytes
         self.nbytes = table.nbytes + 2 * work * cbytes + len(self._mid) * mid * real_bytes
         self._steps = steps
@@ -237,22 +250,26 @@ class R2RPlan:
         self._lock = threading.Lock()
 
     def parts(self, src, dst) -> list[tuple[str, list]]:
-        """The call's dispatches from buffer `src` to `dst` in order, by part: ("pre", ...),
-        ("fft", ...), ("post", ...) for each axis (the benchmark times them apart)."""
-        out, cur = [], src
+        """The call's dispatches from buffer `src` to `dst` in order, by part: ("pre", ...) or
+        ("post+pre", ...) where fused, ("fft", ...), ("post", ...) (the benchmark times them)."""
+        out, cur, stored = [], src, 0
         w0, w1 = self._work
-        for i, (pre, post, fft, push, pre_threads, post_threads, _) in enumerate(self._steps):
-            last = i == len(self._steps) - 1
-            nxt = dst if last else self._mid[i % len(self._mid)]
-            out.append(("pre", _elementwise.dispatches(self.device, pre, pre_threads, push,
-                                                       (cur, w0, self._tables))))
+        dev, tables = self.device, self._tables
+        for i, st in enumerate(self._steps):
+            out.append(("post+pre" if st["fused"] else "pre", _elementwise.dispatches(
+                dev, st["pre"], st["pre_threads"], st["push"], (cur, w0, tables))))
             spectrum = w0
-            if fft is not None:
-                out.append(("fft", [d for ds in fft.dispatches({"in": w0, "out": w1})
+            if st["fft"] is not None:
+                out.append(("fft", [d for ds in st["fft"].dispatches({"in": w0, "out": w1})
                                     for d in ds]))
                 spectrum = w1
-            out.append(("post", _elementwise.dispatches(self.device, post, post_threads, push,
-                                                        (spectrum, nxt, self._tables))))
+            if st["fused_next"]:
+                cur = spectrum  # the next pre pass reads it through this axis's post
+                continue
+            nxt = dst if i == len(self._steps) - 1 else self._mid[stored % len(self._mid)]
+            stored += nxt is not dst
+            out.append(("post", _elementwise.dispatches(dev, st["post"], st["post_threads"],
+                                                        st["push"], (spectrum, nxt, tables))))
             cur = nxt
         return out
 

@@ -24,7 +24,10 @@
 
 layout(local_size_x = LOCAL, local_size_y = 1, local_size_z = 1) in;
 
-#ifdef STAGE_PRE
+#if defined(STAGE_PRE) && defined(PREV_MODE)
+layout(std430, binding = 0) restrict readonly buffer Src { VEC2 prev[]; };
+layout(std430, binding = 1) restrict writeonly buffer Dst { VEC2 dst[]; };
+#elif defined(STAGE_PRE)
 layout(std430, binding = 0) restrict readonly buffer Src { REAL src[]; };
 layout(std430, binding = 1) restrict writeonly buffer Dst { VEC2 dst[]; };
 #else
@@ -34,7 +37,8 @@ layout(std430, binding = 1) restrict writeonly buffer Dst { REAL dst[]; };
 layout(std430, binding = 2) restrict readonly buffer Tables { VEC2 table[]; };
 
 PUSH_CONSTANTS(uint total; uint group_base; uint outer; uint nsrc; uint n; uint m; uint inner;
-               uint lines_p; uint lines_q; uint tbl;)
+               uint lines_p; uint lines_q; uint tbl; uint pn; uint pm; uint pinner; uint pq;
+               uint ptbl;)
 
 // Makhoul's order: even samples ascending, then odd samples descending.
 uint perm(uint j) { return j < (pc.n + 1u) / 2u ? 2u * j : 2u * (pc.n - 1u - j) + 1u; }
@@ -49,9 +53,49 @@ void line_pair(uint p, uint q, out uint oa, out uint ia, out uint ob, out uint i
 }
 
 #ifdef STAGE_PRE
+#ifdef PREV_MODE
+// PREV_*: the previous axis's post pass (its MODE, PAIR_INNER, REVERSED; its sizes in pc.p*),
+// evaluated for the one real e of its output that this pass reads: the reals between the two
+// axes are never stored.
+REAL load(uint e) {
+    uint i = e % pc.pinner, t = (e / pc.pinner) % pc.pn, o = e / (pc.pinner * pc.pn);
+#if PREV_MODE == 0
+    VEC2 z = prev[(o * pc.pm + t) * pc.pinner + i], c = table[pc.ptbl + 2u * pc.pn + t];
+    return c.x * z.x - c.y * z.y;
+#else
+#if PREV_PAIR_INNER
+    uint p = o, q = i >> 1u;
+    bool is_b = (i & 1u) != 0u;
+#else
+    uint p = o >> 1u, q = i;
+    bool is_b = (o & 1u) != 0u;
+#endif
+#if PREV_MODE == 1
+#if PREV_REVERSED
+    uint k = pc.pn - 1u - t;
+#else
+    uint k = t;
+#endif
+    VEC2 z = prev[(p * pc.pn + k) * pc.pq + q];
+    VEC2 zr = prev[(p * pc.pn + (pc.pn - k) % pc.pn) * pc.pq + q];
+    zr.y = -zr.y;
+    VEC2 v = is_b ? VEC2(z.y - zr.y, zr.x - z.x) * REAL(0.5) : (z + zr) * REAL(0.5);
+    VEC2 c = table[pc.ptbl + 2u * pc.pn + k];
+    return c.x * v.x - c.y * v.y;
+#else  // Makhoul III: output t came from FFT index m with perm(m) = t
+    uint mm = (t & 1u) == 0u ? t >> 1u : pc.pn - 1u - (t >> 1u);
+    VEC2 z = prev[(p * pc.pn + mm) * pc.pq + q];
+    return table[pc.ptbl + 2u * pc.pn + t].x * (is_b ? z.y : z.x);
+#endif
+#endif
+}
+#else
+REAL load(uint e) { return src[e]; }
+#endif
+
 // Sample j of real line (o, i), zero beyond the input's length.
 REAL line_at(uint o, uint i, uint j) {
-    return j < pc.nsrc ? src[(o * pc.nsrc + j) * pc.inner + i] : REAL(0);
+    return j < pc.nsrc ? load((o * pc.nsrc + j) * pc.inner + i) : REAL(0);
 }
 #endif
 

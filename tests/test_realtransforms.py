@@ -206,3 +206,26 @@ def test_out_receives_a_device_result(backend):
         pyfftgl.dctn(d, out=d)
     with pytest.raises(TypeError, match="out= is for DeviceArray"):
         pyfftgl.dct(x, out=out)
+
+
+@pytest.mark.quick
+def test_fused_axes_match_separate_passes():
+    """Between two axes the post pass runs inside the next pre pass: one pass fewer, the same
+    numbers as the separate passes."""
+    from pyfftgl._realtransforms import R2RPlan
+    device = pyfftgl.get_device("vulkan")
+    x = np.random.default_rng(5).standard_normal((6, 10)).astype(np.float32)
+    d = pyfftgl.asarray(x, backend=device)
+    axes = [(0, R2RAxis("dst", 2, 6, 0, False)), (1, R2RAxis("dst", 2, 10, 0, False))]
+    results = []
+    for fuse in (True, False):
+        plan = R2RPlan((6, 10), axes, 32, device, fuse=fuse)
+        out = pyfftgl.asarray(np.zeros_like(x), backend=device)
+        names = [name for name, _ in plan.parts(d.buffer, out.buffer)]
+        assert names == (["pre", "fft", "post+pre", "fft", "post"] if fuse else
+                         ["pre", "fft", "post", "pre", "fft", "post"])
+        plan.run(d.buffer, out.buffer)
+        results.append(out.get())
+    np.testing.assert_allclose(results[0], results[1], rtol=0, atol=1e-5)
+    check(results[0].astype(np.float64), exact("dst", exact("dst", x.T, 2).T, 2),
+          2 * bound("dst", 2, 10, 32))

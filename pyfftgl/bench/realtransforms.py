@@ -2,7 +2,9 @@
 cupyx.scipy.fft / cupyx.scipy.signal in the same process (where CuPy is importable).
 
 Per case and backend: GPU ms of one call (its dispatches recorded REPEAT times in one
-submission, GPU timestamps), and the wall-clock us per call of a loop of back-to-back
+submission, GPU timestamps); for the DCTs also each part alone (pre, FFT, post passes, unfused)
+and the unfused plan's total (the A/B of evaluating an axis's post pass inside the next axis's
+pre pass); and the wall-clock us per call of a loop of back-to-back
 device-resident calls ended by one finish (timing.loop_us), float32. CuPy: CUDA events around
 10 calls, and the same loop ended by a device synchronize. Records go to
 bench/results/realtransforms-<device-slug>.json.
@@ -60,6 +62,10 @@ def _pyfftgl_case(case: dict, backend: str, calls: int) -> dict:
                                          None, None, None)
         parts = _realtransforms._plan(checked, device).parts(d.buffer, out.buffer)
         dispatches = [x for _, ds in parts for x in ds]
+        # the same transform with every pre and post pass separate: the fusion's A/B
+        unfused = _realtransforms.R2RPlan(checked.real_shape, checked.axes, checked.precision,
+                                          device, fuse=False)
+        separate = unfused.parts(d.buffer, out.buffer)
         import scipy.fft
         ref = getattr(scipy.fft, case["fn"])(image.astype(np.float64))
         check = np.linalg.norm(out.get() - ref) / np.linalg.norm(ref)
@@ -69,9 +75,10 @@ def _pyfftgl_case(case: dict, backend: str, calls: int) -> dict:
            "dispatches": len(dispatches), "device": device.info.name}
     if case["fn"] != "fftconvolve":  # the extra passes' share: each part alone, summed by kind
         split: dict = {}
-        for kind, ds in parts:
+        for kind, ds in separate:
             split[kind] = split.get(kind, 0.0) + _gpu_ms(device, ds, warm=0.05)
         rec["parts_ms"] = split
+        rec["unfused_gpu_ms"] = _gpu_ms(device, [x for _, ds in separate for x in ds])
     return rec
 
 
@@ -147,6 +154,8 @@ def run(quick: bool = False, backends=("vulkan", "gl"), calls: int = 200,
                 f"  cupyx {ref['gpu_ms']:.4f} ms / {ref['loop_us']:.1f} us  "
                 f"(x{rec['gpu_ratio']:.2f} GPU, x{rec['loop_ratio']:.2f} loop)")
             parts = "".join(f" {k} {v:.4f}" for k, v in rec.get("parts_ms", {}).items())
+            if "unfused_gpu_ms" in rec:
+                parts += f"; unfused total {rec['unfused_gpu_ms']:.4f}"
             print(f"{case['name']:34s} {backend:6s} GPU {rec['gpu_ms']:.4f} ms  loop "
                   f"{rec['loop_us']:.1f} us/call  rel L2 {rec['rel_l2_vs_scipy']:.1e}{cupy_part}"
                   + (f"  [parts ms:{parts}]" if parts else ""), flush=True)
