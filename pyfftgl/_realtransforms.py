@@ -17,11 +17,12 @@ from numbers import Number
 import numpy as np
 
 from . import _elementwise
+from ._elementwise import check_precision, precision_of
 from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .planner import Step
 from .planner.realtransforms import GENERIC, LineView, R2RAxis, fft_shape
-from .plans import Recorded, cached_steps_plan, check_precision, plan_cache, precision_of
+from .plans import Recorded, cached_steps_plan, plan_cache
 
 _PUSH = ("total", "group_base", "outer", "nsrc", "n", "m", "inner", "lines_p", "lines_q", "tbl",
          "pn", "pm", "pinner", "pq", "ptbl")  # p*: the previous axis, for a fused pre pass

@@ -17,8 +17,8 @@ import inspect
 import numpy as np
 
 from . import _api, _realtransforms
+from ._elementwise import check_precision, precision_of
 from .backends import BackendUnavailable, get_device
-from .plans import check_precision, precision_of
 
 __ua_domain__ = "numpy.scipy.fft"
 

@@ -18,11 +18,12 @@ import math
 import numpy as np
 
 from . import _api, _elementwise
+from ._elementwise import check_precision, precision_of
 from ._realtransforms import _shape_and_axes
 from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .planner import Step
-from .plans import Recorded, cached_steps_plan, check_precision, precision_of
+from .plans import Recorded, cached_steps_plan
 
 _PUSH = ("total", "group_base", "ns1", "n1", "off1", "ns2", "n2", "off2", "inner")
 _MODES = ("full", "same", "valid")
