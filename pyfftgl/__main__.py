@@ -185,6 +185,9 @@ def main(argv=None) -> int:
                         "torch.fft's same loop (a full run loops these cases too)")
     b.add_argument("--loop-calls", type=_positive, default=200, metavar="K",
                    help="at least K calls per loop, more where K take under 50 ms (default 200)")
+    b.add_argument("--dct", action="store_true",
+                   help="only the DCT and convolution cases (dctn/idctn type 2, fftconvolve), "
+                        "against cupyx.scipy where CuPy is importable")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)

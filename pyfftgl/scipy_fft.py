@@ -1,53 +1,86 @@
 """scipy.fft backend: `scipy.fft.set_backend(pyfftgl.scipy_fft)` (or set_global_backend).
 
 Numeric NumPy input runs on the GPU in scipy's precision: float16/float32/complex64 in single,
-float64/complex128/integers/bools in double (NotImplemented where the device has no doubles).
-Everything else (long double, the DCT/DST family, hfft2/hfftn, scipy's `plan=`, non-NumPy arrays,
-invalid arguments) returns NotImplemented, so scipy falls back to its next backend and its own
-error messages.
+float64/complex128/integers/bools in double. Served: the FFTs (fft ... irfftn, hfft, ihfft) and
+the DCT/DST family (dct, idct, dst, idst, dctn, idctn, dstn, idstn).
+
+Declined (NotImplemented, so scipy falls back to its next backend, with its own error messages):
+only what the argument checks refuse, before any GPU work: long double, hfft2/hfftn/ihfft2/ihfftn,
+scipy's `plan=`, non-NumPy arrays, no device or no doubles on it, invalid arguments. Once the
+arguments pass, the call runs on the GPU and any error in it propagates to the caller: a failure
+is never hidden behind a CPU result.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
-from . import _api
-from .backends import BackendUnavailable
+from . import _api, _realtransforms
+from ._elementwise import check_precision, precision_of
+from .backends import BackendUnavailable, get_device
 
 __ua_domain__ = "numpy.scipy.fft"
 
-_FUNCTIONS = {name: getattr(_api, name) for name in (
-    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
-    "rfftn", "irfftn", "hfft", "ihfft")}
+_FFTS = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
+         "rfftn", "irfftn", "hfft", "ihfft")
 _ND = {"fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn"}
 handled = 0  # calls this backend computed (for tests and curiosity)
 
 
-def __ua_function__(method, args, kwargs):
-    global handled
-    fn = _FUNCTIONS.get(method.__name__)
-    if fn is None or not args:
-        return NotImplemented
-    kwargs = dict(kwargs)
-    kwargs.pop("overwrite_x", None)  # never needed: pyfftgl never writes its input
-    workers = kwargs.pop("workers", None)
-    if kwargs.pop("plan", None) is not None or (workers is not None and not isinstance(workers, int)):
-        return NotImplemented
-    x = args[0]
+def _bound(method, args, kwargs) -> dict:
+    """scipy's call as keyword arguments (scipy's defaults filled in)."""
+    bound = inspect.signature(method).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _prepare(name, method, args, kwargs):
+    """The checked call: (function, array, keyword arguments), or NotImplemented. Every
+    exception here is an argument check refusing the call, before any GPU work."""
+    kw = _bound(method, args, kwargs)
+    x = kw.pop("x")
     if not isinstance(x, (np.ndarray, np.generic, list, tuple)):
         return NotImplemented  # other array libraries: let scipy dispatch them
     arr = np.asarray(x)
     if arr.dtype.kind not in "biufc":
-        return NotImplemented  # long double passes here and is declined below (TypeError)
+        return NotImplemented
     if arr.dtype == np.float16:
         arr = arr.astype(np.float32)  # scipy computes half in single: irfft returns float32
-    args = (arr,) + tuple(args[1:])
-    if method.__name__ in _ND and kwargs.get("s") is not None and kwargs.get("axes") is None \
-            and len(args) < 3:
-        # scipy's meaning of s without axes: the last len(s) axes (no numpy deprecation)
-        kwargs["axes"] = tuple(range(-len(kwargs["s"]), 0))
+    if kw.pop("plan", None) is not None:
+        return NotImplemented
+    kw.pop("overwrite_x", None)  # never needed: pyfftgl never writes its input
+    workers = kw.pop("workers", None)
+    device = get_device(None)
+    if name in _realtransforms.FUNCTIONS:
+        check, kind, forward = _realtransforms.CHECKS[name]
+        one = "n" in kw
+        call = check(kind, forward, arr, kw["type"], kw["n"] if one else kw["s"],
+                     kw["axis"] if one else kw["axes"], kw["norm"], workers, kw["orthogonalize"])
+        if call is not None:
+            check_precision(device, call.precision)
+        return lambda: _realtransforms.execute(call, arr, None)
+    if workers is not None and not isinstance(workers, int):
+        return NotImplemented
+    if name in _ND and kw.get("s") is not None and kw.get("axes") is None:
+        kw["axes"] = tuple(range(-len(kw["s"]), 0))  # scipy's s without axes: the last len(s)
+    call = _api._jobs(name, arr.shape, arr.dtype, **kw)  # numpy's checks, no GPU work
+    check_precision(device, precision_of(call.out_dtype))
+    fn = getattr(_api, name)
+    return lambda: fn(arr, **kw)
+
+
+def __ua_function__(method, args, kwargs):
+    global handled
+    name = method.__name__
+    if name not in _FFTS and name not in _realtransforms.FUNCTIONS:
+        return NotImplemented
     try:
-        out = fn(*args, **kwargs)
-    except (BackendUnavailable, NotImplementedError, ValueError, TypeError, IndexError):
+        run = _prepare(name, method, args, kwargs)
+    except (BackendUnavailable, ValueError, TypeError, IndexError, RuntimeError):
         return NotImplemented  # scipy computes it, or raises its own error for bad input
+    if run is NotImplemented:
+        return NotImplemented
+    out = run()  # on the GPU: its errors are the caller's
     handled += 1
     return out

@@ -190,3 +190,19 @@ def test_library_path_imports_no_diagnostics():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-2:] == ["[]", "[]"]
+
+
+def test_dct_and_convolution_cases(tmp_path, capsys):
+    from pyfftgl.bench import realtransforms
+    names = [c["name"] for c in realtransforms.cases(quick=False)]
+    assert names == ["dctn type 2 1024^2", "dctn type 2 4096^2", "idctn type 2 1024^2",
+                     "idctn type 2 4096^2", "fftconvolve 2048^2 * 31^2 same",
+                     "fftconvolve 2048^2 * 257^2 same"]
+    tiny = [dict(name="idctn type 2 16^2", fn="idctn", n=16),
+            dict(name="fftconvolve 16^2 * 3^2 same", fn="fftconvolve", n=16, k=3)]
+    records = realtransforms.run(backends=("vulkan",), calls=5, out_dir=tmp_path, only=tiny)
+    assert [r["case"] for r in records] == [c["name"] for c in tiny]
+    for r in records:  # timed, and the result checked against scipy
+        assert r["gpu_ms"] > 0 and r["loop_us"] > 0 and r["rel_l2_vs_scipy"] < 1e-6
+    assert set(records[0]["parts_ms"]) == {"pre", "fft", "post"}
+    assert "GPU" in capsys.readouterr().out and list(tmp_path.glob("realtransforms-*.json"))

@@ -60,6 +60,9 @@ def cli(args) -> int:
                      elements=args.elements or (2**20 if args.quick else 2**24),
                      save=not args.no_write)
         return 0 if found else 2
+    if getattr(args, "dct", False):
+        from . import realtransforms
+        return realtransforms.cli(args)
     cases, loop = select_cases(args)
     records = run(cases, backends=args.backends, reps=args.repeat, cpu=not args.no_cpu,
                   out_dir=None if args.no_write else Path(args.out), per_pass=args.passes,

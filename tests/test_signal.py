@@ -1,0 +1,95 @@
+"""pyfftgl.signal's fftconvolve, oaconvolve and Convolver against scipy.signal, on both drivers;
+scipy's own TestFFTConvolve and TestOAConvolve run against pyfftgl.signal (slow)."""
+import os
+import re
+
+import numpy as np
+import pytest
+import scipy
+import scipy.signal
+
+import pyfftgl
+import pyfftgl.signal as ps
+from conftest import EPS32, run_installed_tests
+
+MODES = ("full", "same", "valid")
+
+
+def close(got, ref, rel):
+    """dtype and shape as scipy's, and rel L2 error within `rel` of the float64 result."""
+    got = got.get() if isinstance(got, pyfftgl.DeviceArray) else got
+    assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, ref.dtype, got.shape)
+    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert err <= rel, f"rel L2 {err:.3e} > {rel:.3e}"
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_matches_scipy(backend, mode):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((20, 17)), rng.standard_normal((5, 4))
+    ac = a + 1j * rng.standard_normal(a.shape)
+    for f, g in ((ps.fftconvolve, scipy.signal.fftconvolve),
+                 (ps.oaconvolve, scipy.signal.oaconvolve)):
+        close(f(a, b, mode, backend=backend), g(a, b, mode), 1e-14)
+        close(f(b, a, mode, backend=backend), g(b, a, mode), 1e-14)  # 'valid' swaps them
+        # single precision: the float64 convolution of the same float32 data, in float32
+        a32, b32 = a.astype(np.float32), b.astype(np.float32)
+        close(f(a32, b32, mode, backend=backend), g(a, b, mode).astype(np.float32), 8 * EPS32)
+        close(f(ac, b[:, :1], mode, axes=0, backend=backend), g(ac, b[:, :1], mode, axes=0), 1e-14)
+        close(f(a, b[:1], mode, axes=1, backend=backend), g(a, b[:1], mode, axes=1), 1e-14)
+        close(f(np.arange(9), np.arange(4), mode, backend=backend),
+              g(np.arange(9), np.arange(4), mode), 1e-14)  # integers: float64 results
+
+
+@pytest.mark.quick
+def test_device_arrays_and_a_reused_kernel(backend):
+    rng = np.random.default_rng(1)
+    images = rng.standard_normal((3, 24, 30)).astype(np.float32)
+    kernel = rng.standard_normal((7, 5)).astype(np.float32)
+    blur = ps.Convolver(kernel, (24, 30), mode="same", backend=backend)
+    for im in images:  # one kernel spectrum, three images
+        ref = scipy.signal.fftconvolve(im.astype(np.float64), kernel.astype(np.float64), "same")
+        close(blur(im), ref.astype(np.float32), 8 * EPS32)
+    d = pyfftgl.asarray(images[0], backend=backend)
+    out = ps.fftconvolve(d, kernel, "valid")
+    assert isinstance(out, pyfftgl.DeviceArray) and out.shape == (18, 26)
+    ref = scipy.signal.fftconvolve(images[0].astype(np.float64), kernel.astype(np.float64), "valid")
+    close(out, ref.astype(np.float32), 8 * EPS32)
+    assert np.array_equal(d.get(), images[0])  # inputs are never written
+
+
+@pytest.mark.quick
+def test_edge_cases_and_errors_as_scipy():
+    assert ps.fftconvolve(np.float64(2.0), np.float64(3.0)) == 6.0
+    assert ps.fftconvolve(np.zeros((0, 3)), np.ones((2, 2))).size == 0
+    for args, kwargs in (((np.ones(3), np.ones((2, 2))), {}),
+                         ((np.ones(4), np.ones(2)), {"mode": "bad"}),
+                         ((np.ones((3, 5)), np.ones((5, 3))), {"mode": "valid"}),
+                         ((np.ones((3, 4)), np.ones((2, 3))), {"axes": 0}),
+                         ((np.ones(4), np.ones(2)), {"axes": []})):
+        with pytest.raises(ValueError) as theirs:
+            scipy.signal.fftconvolve(*args, **kwargs)
+        with pytest.raises(ValueError) as ours:
+            ps.fftconvolve(*args, **kwargs)
+        assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.quick
+def test_fast_lengths():
+    assert [ps.next_fast_len(n) for n in (1, 11, 13, 17, 97, 1025)] == [1, 12, 14, 18, 98, 1029]
+    assert ps.next_fast_len(9, real=True) == 10 and ps.next_fast_len(15, real=True) == 16
+
+
+# Only scipy's two FFT-convolution classes run (the module's other tests are not pyfftgl's);
+# none of their tests is excluded.
+SIGNAL_SELECTED = ("not (TestFFTConvolve or TestOAConvolve)",)
+
+
+@pytest.mark.slow
+def test_scipy_own_convolution_tests_pass_under_pyfftgl(tmp_path):
+    tests = os.path.join(os.path.dirname(scipy.__file__), "signal", "tests",
+                         "test_signaltools.py")
+    text = run_installed_tests(tests, "scipy_signal_plugin", SIGNAL_SELECTED, tmp_path)
+    computed = int(re.search(r"pyfftgl computed (\d+) scipy.signal calls", text).group(1))
+    assert computed > 1000
