@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# make test's installed tier: build pyfftgl's wheel as pip builds it for a user, install it into a
+# fresh virtual environment outside the source tree, and run there, against the installed package:
+# the quick tier of tests/ (from a folder where `import pyfftgl` can only find the installed copy),
+# `python -m pyfftgl info` and `python -m pyfftgl selftest --quick`. The wheel's build copies the
+# compiled Kompute from the user's cache (setup.py) and the kernels' SPIR-V is cached on disk, so
+# after make setup this costs a venv, an install from pip's cache and the quick tier.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+VPY=${VPY:-$REPO/.venv/bin/python}
+say() { printf '[installed] %s\n' "$*"; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pyfftgl-installed.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+start=$SECONDS
+say "building the wheel"
+"$VPY" -m pip wheel --disable-pip-version-check -q --no-deps -w "$tmp/dist" .
+whl=$(ls "$tmp"/dist/pyfftgl-*.whl)
+# The environment's own interpreter (the base of .venv): the ABI the cached module was built for.
+"$VPY" -m venv "$tmp/venv"
+say "installing $(basename "$whl")[test] into a fresh venv"
+"$tmp/venv/bin/python" -m pip install --disable-pip-version-check -q --no-compile "$whl[test]"
+say "set up in $((SECONDS - start)) s"
+
+cd "$tmp"
+export PYFFTGL_TEST_INSTALLED=1
+# -p no:cacheprovider: nothing written into the source tree; the rootdir's pyproject.toml still
+# gives the markers.
+venv/bin/python -m pytest -q -p no:cacheprovider -m quick --rootdir "$REPO" "$REPO/tests"
+venv/bin/python -m pyfftgl info
+venv/bin/python -m pyfftgl selftest --quick
+say "done in $((SECONDS - start)) s"
