@@ -10,6 +10,8 @@ docs/design.md says why this is one build rather than a separate kp package.
 
 Environment: PYFFTGL_CACHE_DIR (default ~/.cache/pyfftgl), PYFFTGL_KP_SDIST (a local
 kp-0.9.0.tar.gz to build from instead of downloading one), PYFFTGL_BUILD_JOBS (default: all cores).
+`python setup.py kp` builds (or takes from the cache) only pyfftgl/_kp, in place, with the tools
+this Python and PATH have: for a machine without network, where pip cannot fetch what it needs.
 """
 from __future__ import annotations
 
@@ -106,16 +108,21 @@ def build_kp(level: int, out: Path) -> None:
     """Download, patch, rename and compile kp into `out` (a .so path)."""
     import pybind11
 
-    # The cmeel-fmt wheel installs fmt under <site-packages>/cmeel.prefix.
+    # The cmeel-fmt wheel installs fmt under <site-packages>/cmeel.prefix; without it (a build
+    # without isolation), CMake looks for a system fmt (Debian's libfmt-dev), used header-only too.
     prefix = next((Path(p) / "cmeel.prefix" for p in sys.path
                    if p and (Path(p) / "cmeel.prefix" / "lib" / "cmake" / "fmt").is_dir()), None)
-    if prefix is None:
-        raise RuntimeError("pyfftgl build: fmt's CMake files not found (pip installs the cmeel-fmt "
-                           "wheel as a build requirement; with --no-build-isolation, pip install cmeel-fmt)")
+    fmt = [f"-Dfmt_DIR={prefix / 'lib' / 'cmake' / 'fmt'}"] if prefix else []
+    # Ninja where there is one (the PyPI wheel in an isolated build), else CMake's default.
+    try:
+        generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={_tool('ninja', 'ninja')}"]
+    except RuntimeError:
+        generator = []
     with tempfile.TemporaryDirectory(prefix="pyfftgl-kp-") as tmp:
         tmp = Path(tmp)
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
         with tarfile.open(_fetch_sdist(tmp)) as tar:
-            tar.extractall(tmp, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(tmp)
+            tar.extractall(tmp, **safe)
         src = tmp / f"kp-{KP_VERSION}"
         subprocess.check_call([sys.executable, str(ROOT / "tools" / "kp_patch.py"), str(src)])
         _edit(src, RENAME_EDITS)
@@ -123,8 +130,7 @@ def build_kp(level: int, out: Path) -> None:
         jobs = os.environ.get("PYFFTGL_BUILD_JOBS") or str(os.cpu_count() or 1)
         cmake = _tool("cmake", "cmake")
         _run([
-            cmake, "-S", str(src), "-B", str(build), "-G", "Ninja",
-            f"-DCMAKE_MAKE_PROGRAM={_tool('ninja', 'ninja')}",
+            cmake, "-S", str(src), "-B", str(build), *generator, *fmt,
             "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
             f"-DCMAKE_CXX_FLAGS=-DPYFFTGL_KP_PATCH_LEVEL={level}",
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={build / 'out'}",
@@ -132,7 +138,7 @@ def build_kp(level: int, out: Path) -> None:
             "-DKOMPUTE_OPT_INSTALL=OFF", "-DKOMPUTE_OPT_DISABLE_VULKAN_VERSION_CHECK=ON",
             "-DKOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF", "-DKOMPUTE_OPT_USE_BUILT_IN_FMT=OFF",
             "-DKOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF",
-            f"-Dfmt_DIR={prefix / 'lib' / 'cmake' / 'fmt'}", f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
+            f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
             f"-DPYTHON_EXECUTABLE={sys.executable}", f"-DPython_EXECUTABLE={sys.executable}",
         ])
         _run([cmake, "--build", str(build), "--target", "_kp", "-j", jobs])
@@ -151,20 +157,32 @@ def _run(cmd: list[str]) -> None:
             "CMake and Ninja come from PyPI). The output above says what was missing.")
 
 
+def kp_module() -> Path:
+    """The compiled module of tools/kp_patch.py's patch level, from the cache or built into it."""
+    level = patch_level()
+    cached = cached_module(level)
+    if cached.exists():
+        print(f"pyfftgl build: using the compiled kp from {cached}")
+    else:
+        print(f"pyfftgl build: compiling kp {KP_VERSION} at patch level {level} (minutes)")
+        build_kp(level, cached)
+    return cached
+
+
 class BuildKp(build_ext):
     """Builds the `pyfftgl._kp` extension from the cache, compiling Kompute only on a miss."""
 
     def build_extension(self, ext):
-        level = patch_level()
-        cached = cached_module(level)
-        if cached.exists():
-            print(f"pyfftgl build: using the compiled kp from {cached}")
-        else:
-            print(f"pyfftgl build: compiling kp {KP_VERSION} at patch level {level} (minutes)")
-            build_kp(level, cached)
         dest = Path(self.get_ext_fullpath(ext.name))
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(cached, dest)
+        shutil.copyfile(kp_module(), dest)
 
 
-setup(ext_modules=[Extension("pyfftgl._kp", sources=[])], cmdclass={"build_ext": BuildKp})
+if __name__ == "__main__" and sys.argv[1:] == ["kp"]:
+    # `python setup.py kp`: only pyfftgl/_kp, in place, for a machine where pip cannot build
+    # (no network: PYFFTGL_KP_SDIST; build tools from its own PATH and Python path).
+    dest = ROOT / "pyfftgl" / f"_kp{sysconfig.get_config_var('EXT_SUFFIX')}"
+    shutil.copyfile(kp_module(), dest)
+    print(f"pyfftgl build: {dest}")
+else:
+    setup(ext_modules=[Extension("pyfftgl._kp", sources=[])], cmdclass={"build_ext": BuildKp})
