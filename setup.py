@@ -140,6 +140,9 @@ def build_kp(level: int, out: Path) -> None:
             "-DKOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF",
             f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
             f"-DPYTHON_EXECUTABLE={sys.executable}", f"-DPython_EXECUTABLE={sys.executable}",
+            # kompute's own sources include pybind11; pybind11 >= 3 (FindPython mode) no longer
+            # sets this variable, which kompute's CMake reads for Python.h.
+            f"-DPYTHON_INCLUDE_DIRS={sysconfig.get_paths()['include']}",
         ])
         _run([cmake, "--build", str(build), "--target", "_kp", "-j", jobs])
         built = next((build / "out").glob("_kp*"))
