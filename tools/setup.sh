@@ -12,7 +12,7 @@ VENV=.venv
 APT_PACKAGES=(
   mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-tools   # lavapipe + loader + headers
   libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libopengl0      # llvmpipe through EGL (headless GL)
-  g++ make xvfb
+  g++ python3-dev python3-venv make xvfb                        # pyfftgl's build (Kompute)
 )
 
 say() { printf '[setup] %s\n' "$*"; }
