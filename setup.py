@@ -34,15 +34,15 @@ KP_VERSION = "0.9.0"
 RECIPE = 1
 
 # Build-step edits: the module's name and what fmt >= 11 needs; kp's fixes live in tools/kp_patch.py.
-RENAME_EDITS = [
+BUILD_EDITS = [
     ("python/src/main.cpp", "PYBIND11_MODULE(kp, m)\n{\n",
      "PYBIND11_MODULE(_kp, m)\n{\n    m.attr(\"PATCH_LEVEL\") = PYFFTGL_KP_PATCH_LEVEL;\n"),
     ("python/CMakeLists.txt", "pybind11_add_module(kp src/main.cpp)", "pybind11_add_module(_kp src/main.cpp)"),
     ("python/CMakeLists.txt", "        kp PRIVATE\n", "        _kp PRIVATE\n"),
     # fmt 11 moved fmt::join from fmt/format.h to fmt/ranges.h.
     ("src/Manager.cpp", '#include "fmt/format.h"\n', '#include "fmt/format.h"\n#include "fmt/ranges.h"\n'),
-    # An extension module never links libpython (the interpreter provides its symbols):
-    # pybind11's own find_package already sets PYTHON_INCLUDE_DIRS, which is all kompute needs.
+    # An extension module never links libpython (the interpreter provides its symbols); kompute
+    # needs only Python's include dir, which build_kp passes.
     ("CMakeLists.txt", "    find_package(PythonLibs REQUIRED)\n", ""),
     ("src/CMakeLists.txt", "pybind11::headers ${PYTHON_LIBRARIES})", "pybind11::headers)"),
     # Header-only fmt: the compiled module depends on no fmt library at run time.
@@ -125,7 +125,7 @@ def build_kp(level: int, out: Path) -> None:
             tar.extractall(tmp, **safe)
         src = tmp / f"kp-{KP_VERSION}"
         subprocess.check_call([sys.executable, str(ROOT / "tools" / "kp_patch.py"), str(src)])
-        _edit(src, RENAME_EDITS)
+        _edit(src, BUILD_EDITS)
         build = tmp / "build"
         jobs = os.environ.get("PYFFTGL_BUILD_JOBS") or str(os.cpu_count() or 1)
         cmake = _tool("cmake", "cmake")
