@@ -13,9 +13,12 @@ demo: setup
 	echo "no display: wrote demo-ocean.png (a headless frame of the ocean demo)"; fi
 
 # Two pytest workers: compiling kernels on the software drivers is single-threaded per process;
-# work stealing keeps both busy to the end (the kernel sweeps are long items).
+# work stealing keeps both busy to the end (the kernel sweeps are long items). Then the installed
+# tier: the wheel, installed into a fresh venv outside the tree, runs the quick tier, info and
+# selftest --quick there (tools/test_installed.sh).
 test: setup
 	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow" tests
+	@bash tools/test_installed.sh
 
 # numpy's and scipy's own installed fft test modules run under pyfftgl, and every length to 1024
 # (long on software drivers).
@@ -34,4 +37,4 @@ info: setup
 	$(PY) -m pyfftgl info
 
 clean:
-	rm -rf .venv build dist *.egg-info
+	rm -rf .venv build dist *.egg-info pyfftgl/_kp*.so

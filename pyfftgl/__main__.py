@@ -94,6 +94,10 @@ def cmd_demo(args) -> int:
     return status
 
 
+# selftest --quick: its five cases (line, square, cube, Bluestein, mixed radix) this small.
+QUICK_SIZE = 1 << 10
+
+
 def cmd_selftest(args) -> int:
     """Ergun's randomized self-check (pyfftgl/selftest.py) on each backend: no reference FFT."""
     from . import selftest
@@ -103,7 +107,8 @@ def cmd_selftest(args) -> int:
         print(f"{name}:")
         print("\n".join(_device_lines(dev)))
         try:
-            checks = selftest.run(name, args.size, args.seed, tol=args.tolerance)
+            checks = selftest.run(name, args.size or (QUICK_SIZE if args.quick else 1 << 16),
+                                  args.seed, tol=args.tolerance)
         except Exception as e:  # a failure to run is a failed check, reported with the cause
             print(f"  error: {type(e).__name__}: {e}")
             bad += 1
@@ -153,8 +158,10 @@ def main(argv=None) -> int:
     d.add_argument("--n", type=int, default=1024)
     t = sub.add_parser("selftest", help="randomized self-check of the transforms (linearity, "
                        "impulse, constant, time and frequency shifts): needs no reference FFT")
-    t.add_argument("--size", type=_positive, default=1 << 16,
-                   help="elements per transformed array (default 2^16)")
+    t.add_argument("--size", type=_positive,
+                   help="elements per transformed array (default 2^16; --quick: 2^10)")
+    t.add_argument("--quick", action="store_true",
+                   help="arrays of 2^10 elements: seconds on software drivers")
     t.add_argument("--backend", nargs="+", choices=list(BACKENDS),
                    help="the backends to check (default: every usable one)")
     t.add_argument("--seed", type=int, default=0)

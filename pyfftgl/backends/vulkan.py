@@ -1,4 +1,4 @@
-"""Vulkan backend: Kompute (`kp`) tensors as storage buffers, SPIR-V from glslangValidator."""
+"""Vulkan backend: Kompute tensors (pyfftgl._kp) as storage buffers, SPIR-V from glslang."""
 from __future__ import annotations
 
 import os
@@ -41,7 +41,7 @@ def _barrier(src_access: int, dst_access: int, src_stage: int, dst_stage: int):
     """One global memory barrier (tools/kp_patch.py, 10: kp records one vkCmdPipelineBarrier
     for an empty tensor list, where it records one per tensor otherwise): writes by `src_access`
     at `src_stage` made visible to `dst_access` at `dst_stage`, in every buffer."""
-    import kp
+    from .. import _kp as kp
     return kp.OpMemoryBarrier([], src_access, dst_access, src_stage, dst_stage)
 
 
@@ -50,7 +50,7 @@ def _copies(pairs, after_transfer: bool) -> list:
     barrier where a transfer before it may have written what it reads or writes (copies in
     one command buffer are not ordered: Khronos' synchronization validation reports a
     read-after-write hazard)."""
-    import kp
+    from .. import _kp as kp
     ops = []
     for i, (a, b) in enumerate(pairs):
         if i or after_transfer:
@@ -86,7 +86,7 @@ class VkSubmission(Submission):
     def __init__(self, device: "VulkanDevice", dispatches: Sequence[Dispatch],
                  uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer],
                  copies_before=(), copies_after=()):
-        import kp
+        from .. import _kp as kp
 
         self._device = device
         self._uploads = list(uploads)
@@ -207,19 +207,21 @@ class VkSubmission(Submission):
 class VulkanDevice(Device):
     def __init__(self):
         try:
-            import kp
+            from .. import _kp as kp
         except ImportError as e:
             raise BackendUnavailable(
-                f"the Vulkan backend needs Kompute's `kp` module, which failed to import ({e}); "
-                "`make setup` builds kp 0.9.0 into .venv") from e
+                f"the Vulkan backend needs pyfftgl's compiled Kompute module, pyfftgl._kp, which "
+                f"failed to import ({e}); pip builds it when it installs pyfftgl from source (a C++ "
+                "compiler and the Vulkan headers: Debian's g++ and libvulkan-dev), and `make setup` "
+                "does in a clone") from e
         if not (hasattr(kp, "OpMemoryBarrier") and hasattr(kp.Sequence, "record_timestamp")
                 and hasattr(kp.Manager, "algorithm_like")
                 and hasattr(kp.Sequence, "is_done")):
             raise BackendUnavailable(
-                "this `kp` lacks OpMemoryBarrier, Sequence.record_timestamp, "
+                "this pyfftgl._kp lacks OpMemoryBarrier, Sequence.record_timestamp, "
                 "Manager.algorithm_like or Sequence.is_done, which pyfftgl orders, "
-                "times, binds and submits its dispatches with: build it with tools/kp_patch.py "
-                "applied (`make setup` does)")
+                "times, binds and submits its dispatches with: rebuild it with tools/kp_patch.py "
+                "applied (`pip install --force-reinstall .` or `make setup` in a clone)")
         try:
             devices = _vkinfo.physical_devices()
         except OSError as e:
@@ -422,7 +424,7 @@ class VulkanDevice(Device):
     def _base(self, program: VkProgram, n_buffers: int):
         """The algorithm that owns program's pipeline: it binds the placeholder tensor at each
         of its n_buffers bindings and is never dispatched."""
-        import kp
+        from .. import _kp as kp
         base = self._bases.get(id(program))
         if base is None:
             if self._placeholder is None:
@@ -450,7 +452,7 @@ class VulkanDevice(Device):
                                   f"bytes ({type(e).__name__}: {e})") from e
 
     def _buffer(self, nbytes, data, device_only):
-        import kp
+        from .. import _kp as kp
         count = max(1, -(-nbytes // 4))
         if device_only:
             # A storage tensor has no staging copy, so kp's OpTensorCopy does not also memcpy
@@ -504,7 +506,7 @@ class VulkanDevice(Device):
                 raise self.failure("writing a buffer", e) from e
 
     def _write(self, buf, data, sync):
-        import kp
+        from .. import _kp as kp
         self.finish()
         flat = np.ascontiguousarray(data).view(np.float32).ravel()
         # The write waits for every earlier access to the buffer, and what comes after it (any
@@ -533,7 +535,7 @@ class VulkanDevice(Device):
                 raise self.failure("reading a buffer", e) from e
 
     def _read(self, buf, count):
-        import kp
+        from .. import _kp as kp
         self.finish()
         tensor = buf.tensor
         # Submissions end without a barrier of their own: make their writes visible here.
