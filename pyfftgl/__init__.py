@@ -12,9 +12,10 @@ from ._api import (Plan, fft, fft2, fftfreq, fftn, fftshift, hfft, ifft, ifft2, 
 from .backends import BackendUnavailable, DeviceError, get_device, set_backend
 from .device_array import DeviceArray, asarray
 from .plans import FFTPlan, TransformPlan, plan_cache
+from .shaders import program_cache
 
 __version__ = "0.1.0"
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
            "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
            "plan", "Plan", "asarray", "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
-           "set_backend", "BackendUnavailable", "DeviceError", "plan_cache"]
+           "set_backend", "BackendUnavailable", "DeviceError", "plan_cache", "program_cache"]

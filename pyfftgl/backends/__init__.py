@@ -1,9 +1,13 @@
-"""Backend selection: one Device per API per process, opened on first use."""
+"""Backend selection: one Device per API per process, opened on first use.
+
+`vkinfo` is the Vulkan driver query (plain ctypes, no kp) that `python -m pyfftgl info` and the
+benchmarks read device properties with: a documented internal, not part of the public API."""
 from __future__ import annotations
 
 import os
 import threading
 
+from . import _vkinfo as vkinfo  # noqa: F401 (the documented internal above)
 from .base import BackendUnavailable, Device, DeviceError
 
 BACKENDS = ("vulkan", "gl")
@@ -11,6 +15,7 @@ _devices: dict[str, Device] = {}
 _errors: dict[str, BackendUnavailable] = {}
 _lock = threading.Lock()
 _default: str | None = None
+_lost_listeners: list = []  # called with a device when it is lost (plans drop its plans)
 
 
 def _open(name: str) -> Device:
@@ -31,7 +36,7 @@ def get_device(backend: str | Device | None = None) -> Device:
     if isinstance(backend, Device):
         return backend
     if backend is None:
-        backend = _default or "auto"
+        backend = default_backend()
     if not isinstance(backend, str) or backend not in BACKENDS + ("auto",):
         raise ValueError(f"backend must be one of {BACKENDS + ('auto',)} or a Device, got {backend!r}")
     with _lock:
@@ -50,15 +55,21 @@ def get_device(backend: str | Device | None = None) -> Device:
         raise BackendUnavailable("no usable pyfftgl backend. " + "; ".join(reasons))
 
 
+def on_device_lost(listener) -> None:
+    """Call `listener(device)` when a device is lost (the layers above drop what they hold of
+    it: plans, programs)."""
+    _lost_listeners.append(listener)
+
+
 def forget(device: Device) -> None:
-    """Retire a lost device: the next call that names its backend opens a new one, and the plan
-    cache drops its plans."""
+    """Retire a lost device: the next call that names its backend opens a new one, and the
+    listeners (on_device_lost) drop what they hold of it."""
     with _lock:
         for name, dev in list(_devices.items()):
             if dev is device:
                 del _devices[name]
-    from ..plans import plan_cache
-    plan_cache.forget_device(device)
+    for listener in list(_lost_listeners):
+        listener(device)
 
 
 def _after_fork_in_child() -> None:
@@ -73,6 +84,11 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def default_backend() -> str:
+    """The backend a call with backend=None uses: set_backend's, else "auto"."""
+    return _default or "auto"
 
 
 def set_backend(backend: str | None) -> None:

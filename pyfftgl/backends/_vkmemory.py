@@ -133,7 +133,7 @@ class _VulkanAllocator:
     hands out, and its instance and device are never destroyed under it."""
 
     def __init__(self, driver_uuid: bytes, device_uuids: list[bytes]):
-        handle, proc, _ = _vkinfo.open_instance(_vkinfo._load())
+        handle, proc, _ = _vkinfo.open_instance(_vkinfo.load_library())
         if handle is None:
             raise OSError("no Vulkan instance")
         self.proc = proc
