@@ -140,8 +140,8 @@ class GLSubmission(Submission):
     def _timed_dispatch(self):
         ctx = self._device.ctx
         if self._device.info.is_software:
-            # llvmpipe's GL_TIME_ELAPSED does not cover compute work (it reads 1 ns for a 15 ms
-            # dispatch), so software GL is timed by the wall clock between two glFinish calls.
+            # llvmpipe's GL_TIME_ELAPSED does not cover compute work (it reads next to nothing
+            # for a long dispatch), so software GL is timed by the wall clock between glFinishes.
             ctx.finish()
             t0 = time.perf_counter_ns()
             self._dispatch_all()

@@ -275,8 +275,8 @@ class VulkanDevice(Device):
     def queue(self, sub: VkSubmission, i: tuple) -> None:
         """Submit ring slot i of `sub`: at once where the GPU has run all it was given, else
         held and submitted with the calls after it when HOLD are held, a call finds the GPU
-        done, or the host waits or flushes. Each submission costs NVIDIA's GPU about 5 us idle
-        (kp_patch.py, 11), which back-to-back calls of a few microseconds each would pay."""
+        done, or the host waits or flushes. Each submission leaves NVIDIA's GPU idle for a
+        while (kp_patch.py, 11; docs/performance-log.md), which back-to-back calls would pay."""
         self._held.append((sub, i))
         idle = not self._batches or self._batches[-1][0].is_done()
         if idle:  # all done: free their ring slots (no wait)
@@ -288,7 +288,7 @@ class VulkanDevice(Device):
         """Submit the calls held back, in one submission, without waiting for them: one call's
         own recorded command buffer, or several calls' ops recorded into one command buffer
         (each command buffer's end drains NVIDIA's GPU, so calls in separate ones would not
-        overlap, and cost about 1.3 us each)."""
+        overlap, and each would pay the drain: docs/performance-log.md)."""
         with self.lock:
             if self._held:
                 calls, self._held = self._held, []
@@ -426,6 +426,7 @@ class VulkanDevice(Device):
             init[: flat.size] = flat
         buf = self._track(VkBuffer(self._mgr.tensor_t(init), nbytes))
         if data is not None:  # a device tensor's initial data sits in its staging buffer until synced
+            self.count_transfers(to_device=1)
             self._sequence(kp.OpTensorSyncDevice([buf.tensor])).eval()
         return buf
 
