@@ -108,9 +108,11 @@ class ProgramCache:
     recently used dropped first. A dropped program is destroyed (GL program, Vulkan pipeline)
     once no plan holds it; compiling it again is cheap on Vulkan, where the SPIR-V comes from
     the disk cache. Without the bound every distinct size transformed kept its programs for the
-    process's life (host memory grew linearly with the sizes seen)."""
+    process's life, and on the software drivers a program's compiled code takes megabytes of host
+    memory (docs/performance-log.md): programs held by live plans are never dropped, so the bound
+    only needs to cover the plan cache's working set."""
 
-    def __init__(self, max_programs: int = 128):
+    def __init__(self, max_programs: int = 8):
         self.max_programs = max_programs
         self.hits = self.misses = 0
         self._by_device: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

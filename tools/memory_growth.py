@@ -7,7 +7,9 @@ over 1200..1499 on lavapipe and llvmpipe).
     python tools/memory_growth.py                 # both backends, lengths 1200..1499
     python tools/memory_growth.py gl --lo 1200 --hi 1300 --every 20
 
-It compiles a few kernels per length: minutes on the software drivers.
+It compiles a few kernels per length: minutes on the software drivers. Mesa's on-disk shader
+cache makes a second run compile less (and grow less); MESA_SHADER_CACHE_DISABLE=true measures
+the cold case.
 """
 import argparse
 import json

@@ -8,14 +8,13 @@ import os
 import threading
 
 from . import _vkinfo as vkinfo  # noqa: F401 (the documented internal above)
-from .base import BackendUnavailable, Device, DeviceError
+from .base import BackendUnavailable, Device, DeviceError, on_device_lost
 
 BACKENDS = ("vulkan", "gl")
 _devices: dict[str, Device] = {}
 _errors: dict[str, BackendUnavailable] = {}
 _lock = threading.Lock()
 _default: str | None = None
-_lost_listeners: list = []  # called with a device when it is lost (plans drop its plans)
 
 
 def _open(name: str) -> Device:
@@ -55,21 +54,15 @@ def get_device(backend: str | Device | None = None) -> Device:
         raise BackendUnavailable("no usable pyfftgl backend. " + "; ".join(reasons))
 
 
-def on_device_lost(listener) -> None:
-    """Call `listener(device)` when a device is lost (the layers above drop what they hold of
-    it: plans, programs)."""
-    _lost_listeners.append(listener)
-
-
 def forget(device: Device) -> None:
-    """Retire a lost device: the next call that names its backend opens a new one, and the
-    listeners (on_device_lost) drop what they hold of it."""
+    """Retire a lost device: the next call that names its backend opens a new one."""
     with _lock:
         for name, dev in list(_devices.items()):
             if dev is device:
                 del _devices[name]
-    for listener in list(_lost_listeners):
-        listener(device)
+
+
+on_device_lost(forget)  # first: a listener may already ask for the backend's new device
 
 
 def _after_fork_in_child() -> None:

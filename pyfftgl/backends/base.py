@@ -25,6 +25,15 @@ import numpy as np
 from ..limits import Limits
 
 
+_lost_listeners: list = []  # called with a device when it is lost (on_device_lost)
+
+
+def on_device_lost(listener) -> None:
+    """Call `listener(device)` when a device is lost: the backend selection opens a new one next
+    time, and the layers above drop what they hold of it (plans, programs)."""
+    _lost_listeners.append(listener)
+
+
 class BackendUnavailable(RuntimeError):
     """A requested backend cannot run here; the message says why and how to fix it."""
 
@@ -165,8 +174,8 @@ class Device(abc.ABC):
         lost = lost or "lost" in message.lower()
         if lost and self.lost is None:
             self.lost = message
-            from . import forget
-            forget(self)
+            for listener in list(_lost_listeners):
+                listener(self)
         note = (": the device is lost; its plans and arrays cannot run, and the next call "
                 "opens a new device" if lost else "")
         return DeviceError(f"the {self.info.api} device ({self.info.name}) failed {what}: "
