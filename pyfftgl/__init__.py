@@ -14,6 +14,7 @@ from .backends import BackendUnavailable, DeviceError, get_device, set_backend
 from .device_array import DeviceArray, asarray
 from .plans import FFTPlan, TransformPlan, plan_cache
 from .profiles import device_profile, set_device_profile
+from .shaders import program_cache
 
 from . import signal  # noqa: E402 (after the API it builds on)
 
@@ -21,5 +22,6 @@ __version__ = "0.1.0"
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
            "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
            "plan", "Plan", "asarray", "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
-           "set_backend", "BackendUnavailable", "DeviceError", "plan_cache", "set_device_profile",
-           "device_profile", "dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn", "signal"]
+           "set_backend", "BackendUnavailable", "DeviceError", "plan_cache", "program_cache",
+           "set_device_profile", "device_profile", "dct", "idct", "dst", "idst", "dctn", "idctn",
+           "dstn", "idstn", "signal"]

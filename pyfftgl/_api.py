@@ -13,10 +13,9 @@ import numpy as np
 
 from . import _docs
 from . import _validate as v
-from . import plans as _plans
 from .backends import get_device
 from .device_array import DeviceArray, asarray
-from .planner import Step
+from .planner import Step, precision_of
 from .plans import cached_steps_plan
 
 # The helpers are pure host functions; numpy's own are exactly numpy's semantics.
@@ -44,8 +43,17 @@ def _run(x: np.ndarray, steps: tuple[Step, ...], backend) -> np.ndarray:
     the same dtype."""
     if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
         return np.zeros(_steps_out_shape(x.shape, steps), x.dtype)
-    plan = cached_steps_plan(x.shape, tuple(steps), backend, _plans.precision_of(x.dtype))
+    plan = cached_steps_plan(x.shape, tuple(steps), backend, precision_of(x.dtype))
     return plan.execute(x)
+
+
+@dataclass
+class _Pins:
+    """A Plan's call on device arrays: its own device plans by cache key (taken before the
+    cache's), and the device calls queued (a Plan replays a call that is one of them)."""
+
+    plans: dict
+    runs: list
 
 
 def _device_args(d: DeviceArray, out, backend) -> None:
@@ -62,7 +70,7 @@ def _device_args(d: DeviceArray, out, backend) -> None:
 
 
 def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = None,
-                out_dtype=None) -> DeviceArray:
+                out_dtype=None, pins: _Pins | None = None) -> DeviceArray:
     """Run `steps` on a complex device array into a new device array or `out` (of d's dtype,
     or the real `out_dtype`), with no host transfer."""
     shape = _steps_out_shape(d.shape, steps)
@@ -77,14 +85,19 @@ def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = Non
                              f"{np.dtype(out_dtype)}, got {out.shape} {out.dtype}")
         if out.buffer is d.buffer:
             raise ValueError("out= must not be the input device array (no in-place transforms)")
-    plan = cached_steps_plan(d.shape, tuple(steps), d.device, _plans.precision_of(d.dtype))
+    plan = cached_steps_plan(d.shape, tuple(steps), d.device, precision_of(d.dtype),
+                             pins.plans if pins else None)
     if plan.spec.chunks > 1:  # its work buffers need several submissions: through the host
         result = plan.execute(d.get())
         if out is None:
             return asarray(result.view(out_dtype).reshape(shape), backend=d.device)
         d.device.write(out.buffer, result.view(v.real_of(result.dtype)).ravel())
         return out
-    buf = plan.execute_device(d.buffer, None if out is None else out.buffer)
+    buf = plan.output_buffer() if out is None else out.buffer
+    call = plan.device_call({"in": d.buffer, "out": buf})
+    call()
+    if pins is not None:
+        pins.runs.append(call)
     return out if out is not None else DeviceArray(buf, shape, out_dtype, d.device)
 
 
@@ -95,7 +108,7 @@ def _via_host(name, d: DeviceArray, out, **kwargs) -> DeviceArray:
     return asarray(_KINDS[name](d.get(), backend=d.device, **kwargs), backend=d.device)
 
 
-def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
+def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False, pins=None):
     """fftn-style calls on a device array: on the device when no cropping/padding or dtype
     change is needed, else through the host."""
     s, axes = v.shape_and_axes(d, s, axes, invreal=name in ("irfft", "irfftn", "irfft2"))
@@ -104,17 +117,18 @@ def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False):
     last, n_last = axes[-1], s[-1]
     complex_in = d.dtype in (np.complex64, np.complex128)
     if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same and complex_in:
-        return _run_device(d, [Step("c2c", ax, inverse=inverse, norm=norm) for ax in axes[::-1]], out)
+        return _run_device(d, [Step("c2c", ax, inverse=inverse, norm=norm) for ax in axes[::-1]],
+                           out, pins=pins)
     innermost_even = last == d.ndim - 1 and n_last % 2 == 0
     if name in ("rfft", "rfftn", "rfft2") and same and innermost_even and not complex_in:
         steps = [Step("r2c", last, n=n_last, norm=norm)] + [Step("c2c", ax, inverse=False, norm=norm) for ax in axes[-2::-1]]
-        return _run_device(d.view(v.complex_dtype(d.dtype)), steps, out)
+        return _run_device(d.view(v.complex_dtype(d.dtype)), steps, out, pins=pins)
     if name in ("irfft", "irfftn", "irfft2") and innermost_even \
             and complex_in and d.shape[last] == n_last // 2 + 1 \
             and all(d.shape[ax] == n for ax, n in zip(axes[:-1], s[:-1])) \
             and len(set(axes)) == len(axes):
         steps = [Step("c2c", ax, inverse=True, norm=norm) for ax in axes[:-1]] + [Step("c2r", last, n=n_last, norm=norm)]
-        return _run_device(d, steps, out, v.real_of(d.dtype))
+        return _run_device(d, steps, out, v.real_of(d.dtype), pins)
     if name in ("fft", "ifft", "rfft", "irfft"):
         return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
     return _via_host(name, d, out, s=s, axes=axes, norm=norm)
@@ -162,7 +176,7 @@ class _Job:
 
     @property
     def precision(self) -> int:
-        return _plans.precision_of(self.dtype)
+        return precision_of(self.dtype)
 
     def upload(self, result: np.ndarray) -> np.ndarray:
         x = v.fit(result, self.axes, self.sizes)
@@ -287,14 +301,17 @@ def _jobs(kind, shape, dtype, *, n=None, axis=-1, s=None, axes=None, norm=None) 
     return _c2r_jobs(x, s, axes, norm, conj_input=kind == "hfft")
 
 
-def _execute(call: _Call, arr: np.ndarray, backend) -> np.ndarray:
-    """Run a call's jobs on the host array `arr`; the result as numpy returns it."""
+def _execute(call: _Call, arr: np.ndarray, backend, plans=None) -> np.ndarray:
+    """Run a call's jobs on the host array `arr`; the result as numpy returns it. `plans`: the
+    device plan of each job (a Plan's), else the cache's."""
     cdtype = v.complex_dtype(arr.dtype)
     result = np.asarray(arr, cdtype) if call.real_output or not call.jobs else arr
     if call.conj_input:
         result = np.conj(result)
-    for job in call.jobs:
-        result = _run(job.upload(result), job.steps, backend)
+    for i, job in enumerate(call.jobs):
+        plan = plans[i] if plans is not None else None
+        x = job.upload(result)
+        result = plan.execute(x) if plan is not None else _run(x, job.steps, backend)
     if call.reals_as_complex:
         result = result.view(v.real_of(cdtype))  # n/2 complex values are the n reals
     elif call.real_output:
@@ -306,13 +323,14 @@ def _execute(call: _Call, arr: np.ndarray, backend) -> np.ndarray:
     return result
 
 
-def _device_call(kind, d: DeviceArray, out, *, n=None, axis=-1, s=None, axes=None, norm=None):
+def _device_call(kind, d: DeviceArray, out, *, n=None, axis=-1, s=None, axes=None, norm=None,
+                 pins: _Pins | None = None):
     """A call on a device array: on the device where the kind allows, else through the host."""
     if kind in ("hfft", "ihfft"):  # conjugation and a real result: through the host
         return _via_host(kind, d, out, n=n, axis=axis, norm=norm)
     if kind in _ONE_AXIS:
         s, axes = _one_axis(kind, d.shape, n, axis)
-    return _device_nd(kind, d, s, axes, norm, out, _C2C.get(kind, False))
+    return _device_nd(kind, d, s, axes, norm, out, _C2C.get(kind, False), pins)
 
 
 def _ufunc(kind: str, call: _Call) -> str:
@@ -444,14 +462,19 @@ class Plan:
                     raise ValueError(f"{kind} transforms one axis, got axes={axes!r}")
                 axes = axes[0]
             self._kwargs = dict(n=n, axis=-1 if axes is None else axes, norm=self.norm)
-        self._func = _KINDS[kind]
-        # validated as the function validates; the device plans of the jobs it runs
-        call = _jobs(kind, self.shape, self.dtype, **self._kwargs)
-        self.device_plans = tuple(cached_steps_plan(job.shape, job.steps, backend, job.precision)
-                                  for job in call.jobs if math.prod(job.shape))
-        self._pinned = {p.cache_key: p for p in self.device_plans}
+        # validated as the function validates; the device plans of the jobs it runs, kept with
+        # the call
+        self._call = call = _jobs(kind, self.shape, self.dtype, **self._kwargs)
+        self._build()
         self.out_shape, self.out_dtype = call.out_shape, call.out_dtype
         self._replay = None  # (src, out, their buffers, queue it again) of the last device call
+
+    def _build(self) -> None:
+        """The device plan of each job of the call (None for an empty one, which needs none)."""
+        self._job_plans = tuple(
+            cached_steps_plan(job.shape, job.steps, self.backend, job.precision)
+            if math.prod(job.shape) else None for job in self._call.jobs)
+        self.device_plans = tuple(p for p in self._job_plans if p is not None)
 
     @property
     def nbytes(self) -> int:
@@ -474,18 +497,22 @@ class Plan:
             a = np.asarray(a)
         if a.shape != self.shape:
             raise ValueError(f"this plan transforms arrays of shape {self.shape}, got {a.shape}")
-        device_call = isinstance(a, DeviceArray) and isinstance(out, DeviceArray)
-        _plans._in_use.pinned = self._pinned
-        _plans._in_use.runs = [] if device_call else None
-        try:  # this Plan's own device plans, whatever the cache has dropped since
-            result = self._func(a, out=out, backend=self.backend, **self._kwargs)
-            runs = _plans._in_use.runs
-        finally:
-            _plans._in_use.pinned, _plans._in_use.runs = {}, None
-        if device_call and runs is not None and len(runs) == 1:
-            # One device call did all of it: the same arrays next time queue it again.
-            self._replay = (a, out, a.buffer, out.buffer, runs[0])
-        return result
+        if isinstance(a, DeviceArray):
+            _device_args(a, out, self.backend)
+            # the device path plans per array (views, dtypes): this Plan's device plans first
+            pins = _Pins({p.cache_key: p for p in self.device_plans}, [])
+            result = _device_call(self.kind, a, out, pins=pins, **self._kwargs)
+            if isinstance(out, DeviceArray) and len(pins.runs) == 1:
+                # One device call did all of it: the same arrays next time queue it again.
+                self._replay = (a, out, a.buffer, out.buffer, pins.runs[0])
+            return result
+        if a.dtype != self.dtype:
+            raise ValueError(f"this plan transforms {self.dtype} arrays, got {a.dtype}")
+        if any(p.device.lost for p in self.device_plans):  # host data: on the backend's new device
+            self._build()
+        _check_out(out, self.out_shape, self.out_dtype, _ufunc(self.kind, self._call))
+        return _finish(_execute(self._call, v.as_array(a, self.kind), self.backend,
+                                self._job_plans), out)
 
     __call__ = execute
 
@@ -495,7 +522,7 @@ class Plan:
         """Let go of this Plan's device plans (buffers, tables, programs: released unless the
         plan cache still holds them, within its bounds) and its recorded call. Calling the Plan
         afterwards raises ValueError."""
-        self.device_plans, self._pinned, self._replay, self._closed = (), {}, None, True
+        self.device_plans, self._job_plans, self._replay, self._closed = (), (), None, True
 
     def __enter__(self):
         return self

@@ -4,25 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import plans, shaders
+from . import shaders
 from .backends.base import Dispatch
 from .planner import groups_per_dispatch, split_groups
-
-# Issue 40 moves these (planner.precision_of, Device.check_precision); either layout works here
-# until both branches have merged, then this is one import.
-try:
-    from .planner import precision_of
-except ImportError:
-    precision_of = plans.precision_of
-
-
-def check_precision(device, precision: int) -> None:
-    """Raise PrecisionUnavailable where `device` cannot compute in `precision`."""
-    if hasattr(device, "check_precision"):
-        device.check_precision(precision)
-    else:
-        plans.check_precision(device, precision)
-
 
 def local_size(device) -> int:
     """Invocations per workgroup: 256, or what the device allows."""

@@ -17,7 +17,7 @@ from numbers import Number
 import numpy as np
 
 from . import _elementwise
-from ._elementwise import check_precision, precision_of
+from .planner import precision_of
 from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .planner import Step
@@ -196,7 +196,7 @@ class R2RPlan:
 
     def __init__(self, real_shape, axes, precision, device, fuse: bool = True):
         self.device, self.real_shape, self.precision = device, tuple(real_shape), precision
-        check_precision(device, precision)
+        device.check_precision(precision)
         real_bytes = 8 if precision == 64 else 4
         tables, steps, shape = [], [], list(real_shape)
         work = 0
@@ -323,7 +323,7 @@ def execute(call: "_Call | None", x, backend, out=None):
         return DeviceArray(buf, call.out_shape, call.dtype, device)
     arr = _as_float_array(x)
     device = get_device(backend)
-    check_precision(device, call.precision)
+    device.check_precision(call.precision)
     if call.empty:
         return np.zeros(call.out_shape, call.dtype)
     plan = _plan(call, device)

@@ -55,7 +55,7 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rf
 def _backend_name(backend):
     """The backend as a name the workers can open: a Device belongs to this process only."""
     if backend is None:
-        backend = _backends._default or "auto"
+        backend = _backends.default_backend()
     if backend not in _backends.BACKENDS + ("auto",):
         raise ValueError(f"backend must be one of {_backends.BACKENDS + ('auto',)} for dask "
                          f"(each worker opens its own device), got {backend!r}")

@@ -5,7 +5,7 @@ import numpy as np
 
 from ._validate import complex_dtype, real_of
 from .backends import get_device
-from .plans import check_precision, precision_of
+from .planner import precision_of
 
 _SUPPORTED = (np.complex64, np.float32, np.complex128, np.float64)
 
@@ -119,7 +119,7 @@ def asarray(a, dtype=None, backend=None) -> DeviceArray:
     if np.dtype(dtype).type not in _SUPPORTED:
         raise TypeError(f"device arrays hold complex64, float32, complex128 or float64, not "
                         f"{np.dtype(dtype)}")
-    check_precision(device, precision_of(dtype))
+    device.check_precision(precision_of(dtype))
     host = np.ascontiguousarray(host, dtype=dtype)
     return DeviceArray(device.buffer(max(host.nbytes, 4), host.view(np.float32).ravel(),
                                      device_only=True), host.shape, dtype, device)

@@ -26,12 +26,10 @@ import numpy as np
 
 from . import _validate, planner
 from .backends import get_device
-from .backends.gl import IMAGE_FORMATS, GLDevice, GLImage
-from .plans import Recorded, Storage, TransformPlan, element_limits
+from .backends.gl import GLDevice, GLImage
+from .planner import IMAGE_FORMATS, Storage, element_limits, image_format
+from .plans import Recorded, TransformPlan
 
-_FIELDS = {"r32f": 1, "rg32f": 1, "rgba32f": 2, "r16f": 1, "rg16f": 1, "rgba16f": 2}
-# The format a real field's spectrum goes to, the same precision with an imaginary channel.
-_COMPLEX_OF = {"r32f": "rg32f", "r16f": "rg16f"}
 _INTERMEDIATES = ("buffer", "image")
 
 
@@ -65,7 +63,12 @@ class TextureFFT:
     the library plans (mixed radix and Bluestein included). `norm` as numpy's for forward and
     inverse; spectrum() and convolve() compute numpy's fft2(k) and ifft2(fft2(x) * fft2(k)).
     forward(), inverse() and convolve() return once queued; spectrum() of an array waits for
-    its upload texture's work (make spectra before a render loop), as close() does."""
+    its upload texture's work (make spectra before a render loop), as close() does.
+
+    The device made for `ctx` is stored on it as `ctx._pyfftgl_device` (one per context, so
+    programs compile once per context), and importing pyfftgl.gl installs an audit hook that
+    fences the library's last GL call when a single-threaded process starts a thread (see
+    backends/_glcontext.py)."""
 
     # Recorded submissions kept, by the textures they bind: a render loop replays them.
     RECORDED = 8
@@ -137,19 +140,19 @@ class TextureFFT:
             raise ValueError(f"{what} was released")
         if tex.depth:  # a depth format is no image format a compute shader may bind
             raise TypeError(f"{what} is a depth texture; TextureFFT transforms colour textures")
-        key, size = (tex.components, tex.dtype), tuple(tex.size)
-        if key not in IMAGE_FORMATS:
+        fmt, size = image_format(tex.components, tex.dtype), tuple(tex.size)
+        if fmt is None:
             raise TypeError(f"{what} must be an r32f, rg32f or rgba32f texture (components 1, 2 "
                             f"or 4, dtype 'f4'; or 'f2': r16f, rg16f, rgba16f), got "
                             f"{tex.components} x {tex.dtype!r}")
         if size != self.shape[::-1]:
             raise ValueError(f"{what} is {size[0]} x {size[1]} texels; this TextureFFT "
                              f"transforms {self.shape[1]} x {self.shape[0]} (width x height)")
-        return IMAGE_FORMATS[key]
+        return fmt
 
     def _new_texture(self, fmt: str):
-        key = next(k for k, f in IMAGE_FORMATS.items() if f == fmt)
-        return self.ctx.texture(self.shape[::-1], key[0], dtype=key[1])
+        f = IMAGE_FORMATS[fmt]
+        return self.ctx.texture(self.shape[::-1], f.components, dtype=f.dtype)
 
     def _pairs(self, src, dst, out_format, real_out: bool):
         """[(src, dst, src format, dst format)] for one texture or lists; new dst textures of
@@ -167,8 +170,8 @@ class TextureFFT:
         for i, (s, d) in enumerate(zip(srcs, dsts)):
             fs = self._format(s, f"src[{i}]" if many else "src")
             fd = self._format(d, f"dst[{i}]" if many else "dst") if d is not None else None
-            if fd is not None and (_FIELDS[fd] != _FIELDS[fs] or fd in _COMPLEX_OF
-                                   and not real_out):
+            if fd is not None and (IMAGE_FORMATS[fd].fields != IMAGE_FORMATS[fs].fields
+                                   or IMAGE_FORMATS[fd].components == 1 and not real_out):
                 raise ValueError(f"cannot write the transform of a {fs} texture into {fd}")
             pairs.append((s, d, fs, fd))
         # New textures only once every argument is known good.
@@ -185,15 +188,15 @@ class TextureFFT:
 
     def _transform(self, inverse: bool, src, dst):
         # A real field's spectrum is complex; the inverse may keep real parts (an r32f dst).
-        pairs, many = self._pairs(src, dst, lambda fs: _COMPLEX_OF.get(fs, fs), real_out=inverse)
+        pairs, many = self._pairs(src, dst, lambda fs: IMAGE_FORMATS[fs].spectrum,
+                                  real_out=inverse)
         objs = tuple(o for s, d, _, _ in pairs for o in (s, d))
 
         def build():
             out = []
             for s, d, fs, fd in pairs:
-                plan = self._plan(inverse, self.norm, _FIELDS[fs], fs, fd)
-                out += [x for ds in plan.dispatches({"in": GLImage(s), "out": GLImage(d)})
-                        for x in ds]
+                plan = self._plan(inverse, self.norm, IMAGE_FORMATS[fs].fields, fs, fd)
+                out += plan.flat_dispatches({"in": GLImage(s), "out": GLImage(d)})
             return out
         self._run(("t", inverse), objs, build)
         dsts = [d for _, d, _, _ in pairs]
@@ -256,11 +259,10 @@ class TextureFFT:
 
     def _spectrum_of_texture(self, tex) -> Spectrum:
         fmt = self._format(tex, "kernel")
-        fields = _FIELDS[fmt]
+        fields = IMAGE_FORMATS[fmt].fields
         buf = self.device.buffer(self.size * 8 * fields)
         plan = self._plan(False, "backward", fields, fmt, None)
-        self.device.record([d for ds in plan.dispatches({"in": GLImage(tex), "out": buf})
-                            for d in ds]).run(wait=False)
+        self.device.record(plan.flat_dispatches({"in": GLImage(tex), "out": buf})).run(wait=False)
         return Spectrum(self, buf, fields)
 
     def convolve(self, src, spectrum: Spectrum, dst=None):
@@ -276,21 +278,20 @@ class TextureFFT:
             raise TypeError("spectrum must come from this TextureFFT's spectrum()")
         pairs, many = self._pairs(src, dst, lambda fs: fs, real_out=True)
         for s, d, fs, fd in pairs:
-            if spectrum.fields > _FIELDS[fs]:
+            if spectrum.fields > IMAGE_FORMATS[fs].fields:
                 raise ValueError(f"a spectrum of {spectrum.fields} fields cannot filter a "
-                                 f"{fs} texture of {_FIELDS[fs]}")
+                                 f"{fs} texture of {IMAGE_FORMATS[fs].fields}")
         objs = tuple(o for s, d, _, _ in pairs for o in (s, d)) + (spectrum,)
 
         def build():
             out = []
             for s, d, fs, fd in pairs:
-                fields = _FIELDS[fs]
+                fields = IMAGE_FORMATS[fs].fields
                 mid = self._mid_buffer(fields)
                 fwd = self._plan(False, "backward", fields, fs, None, spectrum.fields)
                 inv = self._plan(True, "backward", fields, None, fd)
-                out += [x for ds in fwd.dispatches({"in": GLImage(s), "out": mid,
-                                                    "spec": spectrum.buffer}) for x in ds]
-                out += [x for ds in inv.dispatches({"in": mid, "out": GLImage(d)}) for x in ds]
+                out += fwd.flat_dispatches({"in": GLImage(s), "out": mid, "spec": spectrum.buffer})
+                out += inv.flat_dispatches({"in": mid, "out": GLImage(d)})
             return out
         self._run(("c",), objs, build)
         dsts = [d for _, d, _, _ in pairs]

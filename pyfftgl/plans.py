@@ -1,126 +1,19 @@
-"""Plans bound to a device: the planner's passes with their programs, buffers and one recorded
-submission. A plan allocates everything when it is built; executing it only uploads, replays and
-downloads."""
+"""Plans bound to a device: a planned transform's kernels and tables (planner.emit) with their
+programs, buffers and one recorded submission. A plan allocates everything when it is built;
+executing it only uploads, replays and downloads. Nothing here computes a table or a preamble."""
 from __future__ import annotations
 
 import functools
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, replace
 
 import numpy as np
-# numpy's own FFT, bound now: a harness that puts pyfftgl in numpy.fft's place must not make the
-# host tables come from the device.
-from numpy.fft import fft as _host_fft
 
 from . import planner, shaders
-from .backends import get_device
-from .backends.base import Device, Dispatch, PrecisionUnavailable
+from .backends import get_device, on_device_lost
+from .backends.base import Device, Dispatch
 from .limits import Limits
-
-
-def twiddle_table(n: int, dtype=np.complex64) -> np.ndarray:
-    """exp(-2 pi i m / n) for m < n, rounded once to `dtype`."""
-    return planner.unit_roots(np.arange(n), n).astype(dtype)
-
-
-def bluestein_chirp(n: int, inverse: bool, dtype=np.complex64) -> np.ndarray:
-    """w[j] = exp(-+i pi j^2 / n), j < n, with j^2 reduced mod 2n exactly in integers.
-
-    Reducing first keeps the float64 angle below 2 pi; a float32 chirp evaluated from j^2 / n
-    directly is wrong by ~1e-2 at n = 1e5.
-    """
-    j = np.arange(n, dtype=np.int64)
-    r = (j * j) % (2 * n)  # exact: j^2 < 2^63 for every n this library plans
-    return planner.unit_roots(r, 2 * n, 1 if inverse else -1).astype(dtype)
-
-
-def bluestein_kernel(n: int, m: int, inverse: bool, dtype=np.complex64) -> np.ndarray:
-    """The spectrum of the convolution kernel conj(w[j]) (j in -(n-1)..n-1, wrapped mod m)."""
-    w = bluestein_chirp(n, inverse, np.complex128)
-    c = np.zeros(m, np.complex128)
-    c[:n] = np.conj(w)
-    c[m - n + 1:] = np.conj(w[1:][::-1])
-    return _host_fft(c).astype(dtype)
-
-
-def build_table(key, dtype=np.complex64) -> np.ndarray:
-    """The contents of a table named by the planner (a key of planner.records), computed in
-    float64 and rounded once to `dtype` (complex64, or complex128 for double-precision plans)."""
-    if isinstance(key, planner.TwiddleKey):
-        return twiddle_table(key.n, dtype)
-    if isinstance(key, planner.StageKey):  # W_{r ns}^(r k) at (r - 1) ns + k, r < radix, k < ns
-        rk = np.arange(1, key.radix, dtype=np.int64)[:, None] * np.arange(key.ns, dtype=np.int64)
-        return planner.unit_roots(rk.ravel(), key.radix * key.ns).astype(dtype)
-    if isinstance(key, (planner.FourstepLoKey, planner.FourstepHiKey)):
-        # W_n^(d k) = hi[d, k // L] * lo[d, k % L] for line digits d < lines, k < length;
-        # digit-fastest tables (StockhamPass.digit_fastest) are stored transposed, [k][d]
-        ln = planner.FOURSTEP_LO_LEN
-        k = (np.arange(ln, dtype=np.int64) if isinstance(key, planner.FourstepLoKey)
-             else ln * np.arange(-(-key.length // ln), dtype=np.int64))
-        m = (np.arange(key.lines, dtype=np.int64)[:, None] * k) % key.n  # exact, then one rounding
-        m = m.T if key.digit_fastest else m
-        return planner.unit_roots(m.ravel(), key.n).astype(dtype)
-    if isinstance(key, planner.ChirpKey):
-        return bluestein_chirp(key.n, key.inverse, dtype)
-    if isinstance(key, planner.BluesteinKernelKey):
-        return bluestein_kernel(key.n, key.m, key.inverse, dtype)
-    raise KeyError(key)
-
-
-@dataclass(frozen=True)
-class Storage:
-    """Where a plan's passes read and write, beyond plain complex64 buffers: preamble switches
-    of the same kernels. `fields`: complex values per element (2: an rgba32f texel holds two
-    fields, transformed in the same dispatches). `images`: buffer names ("in", "out", "w0") that
-    are images of this GLSL format instead, `width` texels wide. `spec_fields`: the last pass
-    multiplies its output by a spectrum (binding 3) of 1 field applied to all, or one per field.
-    `precision`: 32 (complex64 data and tables) or 64 (complex128, computed in double)."""
-
-    fields: int = 1
-    images: tuple[tuple[str, str], ...] = ()  # (buffer name, image format)
-    width: int = 0
-    spec_fields: int = 0
-    precision: int = 32
-
-    def image_format(self, name: str) -> str | None:
-        return dict(self.images).get(name)
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The complex dtype of one field of the data and of the tables."""
-        return np.dtype(np.complex128 if self.precision == 64 else np.complex64)
-
-
-def element_limits(limits: Limits, element_bytes: int) -> Limits:
-    """`limits` as the planner must see them for elements of `element_bytes` (its own sizes are
-    complex64's): shared memory and buffers hold proportionally fewer elements, and the tuned
-    shapes, measured on complex64, do not apply."""
-    ratio = element_bytes // planner.COMPLEX64_BYTES
-    if ratio == 1:
-        return limits
-    return replace(limits, tuned=(), max_shared_bytes=limits.max_shared_bytes // ratio,
-                   max_buffer_bytes=limits.max_buffer_bytes // ratio)
-
-
-def precision_of(dtype) -> int:
-    """The kernels' PRECISION for data of numpy `dtype` (complex128/float64: 64, else 32)."""
-    return 64 if np.dtype(dtype) in (np.complex128, np.float64) else 32
-
-
-def check_precision(device: Device, precision: int) -> None:
-    """Raise PrecisionUnavailable where `device` cannot compute in `precision`."""
-    if precision == 64 and not device.info.float64:
-        i = device.info
-        feature = "shaderFloat64" if i.api == "vulkan" else "GL_ARB_gpu_shader_fp64"
-        lacks = (f"under device profile {i.profile!r} has no fp64" if i.profile
-                 else f"lacks {feature}")
-        raise PrecisionUnavailable(
-            f"{i.api}:{i.name} {lacks}, which double-precision (float64/complex128) transforms "
-            "need; pass float32/complex64 data")
-
-
-_COMPONENTS = {"r32f": 1, "rg32f": 2, "rgba32f": 4, "r16f": 1, "rg16f": 2, "rgba16f": 4}
+from .planner import Storage
 
 
 class Recorded:
@@ -171,16 +64,11 @@ class TransformPlan:
         self.spec, self.device, self.limits, self.norm = spec, device, limits, norm
         self.storage = storage
         dev, units = device, spec.units
-        # Every table the passes read, concatenated into one buffer (binding 2).
-        offsets, parts, at = {}, [], 0
-        check_precision(device, storage.precision)
-        for key in spec.tables():
-            t = build_table(key, storage.dtype)
-            offsets[key], at = at, at + t.size
-            parts.append(t)
-        tables = np.concatenate(parts) if parts else np.zeros(1, storage.dtype)
+        device.check_precision(storage.precision)
+        emitted = planner.emit(spec, storage)  # every pass's preamble and the tables they read
+        tables = emitted.tables
         self._tables = dev.buffer(tables.nbytes, tables)
-        self.element_bytes = storage.dtype.itemsize * storage.fields
+        self.element_bytes = storage.element_bytes
         self._sizes = {name: units * per_unit * self.element_bytes for name, per_unit in spec.buffers}
         # Work buffers now; "in" and "out" when a host call first needs them (device calls bind
         # the caller's), images the plan owns for the names the storage makes images.
@@ -192,9 +80,8 @@ class TransformPlan:
                                                  // storage.width, fmt)
                                        if fmt else dev.buffer(nbytes))
         self.nbytes = tables.nbytes + sum(self._sizes[n] for n in self._buffers)
-        self._programs = [shaders.get_program(dev, p.kernel, self._defines(p, i, offsets),
-                                              planner.PUSH_NAMES)
-                          for i, p in enumerate(spec.passes)]
+        self._programs = [shaders.get_program(dev, p.kernel, defines, planner.PUSH_NAMES)
+                          for p, defines in zip(spec.passes, emitted.defines)]
         # Each pass's (base, gx, gy) dispatches, fixed when the plan is built: inside the
         # device's grid limits and the work budget of one dispatch, for this plan's elements.
         self._grids = [planner.dispatch_grids(p, units, limits, self.element_bytes)
@@ -210,27 +97,8 @@ class TransformPlan:
         self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
 
-    def _defines(self, p, i: int, offsets: dict) -> dict:
-        """Pass p's preamble: the planner's, plus the storage switches of this plan."""
-        st = self.storage
-        d = dict(p.defines(offsets))
-        if st.fields != 1:
-            d["FIELDS"] = st.fields
-        if st.precision == 64:  # the preamble's literals again, as doubles
-            d["PRECISION"] = 64
-            d["SCALE"] = planner.float_literal(p.scale, double=True)
-            d.update(planner.odd_radix_tables(p.radices, double=True))
-        for role, name in (("IN", p.src_buf), ("OUT", p.dst_buf)):
-            fmt = st.image_format(name)
-            if fmt:
-                d[f"{role}_IMAGE"], d[f"{role}_COMPONENTS"] = fmt, _COMPONENTS[fmt]
-                d["IMG_WIDTH"] = f"{st.width}u"
-        if st.spec_fields and i == len(self.spec.passes) - 1:
-            d["MUL_SPEC"], d["SPEC_FIELDS"] = 1, st.spec_fields
-        return d
-
-    def _own(self, name: str):
-        """The plan's own buffer `name`, allocated on first use ("in" and "out")."""
+    def buffer(self, name: str):
+        """The plan's own buffer `name` ("in", "out", "w0", ...), allocated on first use."""
         buf = self._buffers.get(name)
         if buf is None:
             buf = self._buffers[name] = self.device.buffer(self._sizes[name])
@@ -244,7 +112,7 @@ class TransformPlan:
         out, units = [], self.spec.units
         last = len(self.spec.passes) - 1
         for i, (p, program) in enumerate(zip(self.spec.passes, self._programs)):
-            src, dst = (res.get(n) or self._own(n) for n in (p.src_buf, p.dst_buf))
+            src, dst = (res.get(n) or self.buffer(n) for n in (p.src_buf, p.dst_buf))
             fmt_in, fmt_out = (self.storage.image_format(n) for n in (p.src_buf, p.dst_buf))
             buffers = [None if fmt_in else src, None if fmt_out else dst, self._tables]
             if "spec" in res and i == last:
@@ -255,14 +123,9 @@ class TransformPlan:
                         for base, gx, gy in self._grids[i]])
         return out
 
-    @property
-    def pass_dispatches(self) -> list[list[Dispatch]]:
-        """Each pass's dispatches on the plan's own buffers (the benchmark times them)."""
-        return self.dispatches()
-
-    @property
-    def _dispatches(self) -> list[Dispatch]:
-        return [d for ds in self.dispatches() for d in ds]
+    def flat_dispatches(self, resources: dict | None = None) -> list[Dispatch]:
+        """dispatches(resources), every pass's in order in one list."""
+        return [d for ds in self.dispatches(resources) for d in ds]
 
     @property
     def passes(self):
@@ -306,8 +169,9 @@ class TransformPlan:
         # (taken before the plan's lock, everywhere: a thread holding the device may call).
         with self.device.current(), self._lock:
             if self._host_run is None:
-                self._host_run = self.device.record(self._dispatches, uploads=[self._own("in")],
-                                                    downloads=[self._own("out")])
+                self._host_run = self.device.record(self.flat_dispatches(),
+                                                    uploads=[self.buffer("in")],
+                                                    downloads=[self.buffer("out")])
             for lo in range(0, x.shape[0], spec.units):
                 hi = min(x.shape[0], lo + spec.units)
                 total += self._host_run.run([x[lo:hi]], timed=timed) or 0.0
@@ -329,7 +193,7 @@ class TransformPlan:
             names = tuple(sorted(resources))
             return self._recorded.get(
                 tuple(resources[n] for n in names),
-                lambda: self.device.record([d for ds in self.dispatches(resources) for d in ds]),
+                lambda: self.device.record(self.flat_dispatches(resources)),
                 names)
 
     def _second_work_set(self) -> dict:
@@ -351,11 +215,7 @@ class TransformPlan:
         if self.spec.chunks != 1:
             raise ValueError("this transform does not fit one submission on this device")
         dst = self.output_buffer() if dst is None else dst
-        call = self.device_call({"in": src, "out": dst})
-        call()
-        runs = getattr(_in_use, "runs", None)
-        if runs is not None:  # a Plan's call watching which calls it queued
-            runs.append(call)
+        self.device_call({"in": src, "out": dst})()
         return dst
 
     def device_call(self, resources: dict):
@@ -386,14 +246,18 @@ class FFTPlan(TransformPlan):
 
 
 class PlanCache:
-    """An LRU of plans bounded by count and by the bytes their buffers hold."""
+    """An LRU of plans bounded by count and by the bytes their buffers hold.
+
+    The compiled programs the plans run (GL programs, Vulkan pipelines) have a bound of their
+    own, shaders.program_cache, so that a program outlives its plans for a while: a transform
+    planned again soon reuses them, one planned again later recompiles (from the SPIR-V disk
+    cache on Vulkan). Plans of a lost device are dropped when it is lost."""
 
     def __init__(self, max_plans: int = 16, max_bytes: int = 1 << 30):
         self.max_plans, self.max_bytes = max_plans, max_bytes
         self.hits = self.misses = 0
         self._plans: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
-
     def get(self, key, build):
         with self._lock:
             plan = self._plans.get(key)
@@ -451,25 +315,31 @@ class PlanCache:
 
 
 plan_cache = PlanCache()
-# Per thread: `pinned`, the device plans of the Plan executing now by cache key, used before the
-# cache (which may have dropped them); `runs`, the device submissions a Plan's call made.
-_in_use = threading.local()
+on_device_lost(plan_cache.forget_device)
+on_device_lost(shaders.program_cache.forget_device)
+
+
+def cache_key(device: Device, shape: tuple[int, ...], steps: tuple, precision: int = 32) -> tuple:
+    """The plan cache's key of a transform: the device object itself (an id may be reused once
+    the device is gone), the upload shape, the steps and the precision."""
+    return (device, tuple(shape), tuple(steps), precision)
 
 
 def cached_steps_plan(shape: tuple[int, ...], steps: tuple[planner.Step, ...], backend=None,
-                      precision: int = 32) -> TransformPlan:
+                      precision: int = 32, pinned: dict | None = None) -> TransformPlan:
     """The plan running `steps` (planner.plan_steps) on a C-contiguous `shape` of complex64
-    (precision 32) or complex128 (64) data, from the cache."""
+    (precision 32) or complex128 (64) data: from `pinned` (cache_key -> plan, a Plan's own,
+    whatever the cache has dropped since), else from the cache."""
     device = get_device(backend)
-    check_precision(device, precision)  # before planning: the error names the feature
-    key = (id(device), tuple(shape), tuple(steps)) + ((precision,) if precision != 32 else ())
-    plan = getattr(_in_use, "pinned", {}).get(key)
+    device.check_precision(precision)  # before planning: the error names the feature
+    key = cache_key(device, shape, steps, precision)
+    plan = (pinned or {}).get(key)
     if plan is not None:
         return plan
 
     def build():
         storage = Storage(precision=precision)
-        limits = element_limits(device.info.limits, storage.dtype.itemsize)
+        limits = planner.element_limits(device.info.limits, storage.dtype.itemsize)
         spec = planner.plan_steps(tuple(shape), list(steps), limits)
         plan = TransformPlan(spec, device, limits, steps[0].norm, storage=storage)
         plan.cache_key = key

@@ -17,7 +17,7 @@ import inspect
 import numpy as np
 
 from . import _api, _realtransforms
-from ._elementwise import check_precision, precision_of
+from .planner import precision_of
 from .backends import BackendUnavailable, get_device
 
 __ua_domain__ = "numpy.scipy.fft"
@@ -58,14 +58,14 @@ def _prepare(name, method, args, kwargs):
         call = check(kind, forward, arr, kw["type"], kw["n"] if one else kw["s"],
                      kw["axis"] if one else kw["axes"], kw["norm"], workers, kw["orthogonalize"])
         if call is not None:
-            check_precision(device, call.precision)
+            device.check_precision(call.precision)
         return lambda: _realtransforms.execute(call, arr, None)
     if workers is not None and not isinstance(workers, int):
         return NotImplemented
     if name in _ND and kw.get("s") is not None and kw.get("axes") is None:
         kw["axes"] = tuple(range(-len(kw["s"]), 0))  # scipy's s without axes: the last len(s)
     call = _api._jobs(name, arr.shape, arr.dtype, **kw)  # numpy's checks, no GPU work
-    check_precision(device, precision_of(call.out_dtype))
+    device.check_precision(precision_of(call.out_dtype))
     fn = getattr(_api, name)
     return lambda: fn(arr, **kw)
 

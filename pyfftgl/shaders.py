@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import weakref
+from collections import OrderedDict
 from pathlib import Path
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
@@ -117,22 +118,70 @@ def _numbered(source: str) -> str:
     return "\n".join(f"{i + 1:4d} {line}" for i, line in enumerate(source.splitlines()))
 
 
-_programs: "weakref.WeakKeyDictionary" = None  # device -> {source: Program}
-_programs_lock = threading.Lock()
+class ProgramCache:
+    """Compiled programs by device and exact source, at most `max_programs` per device, least
+    recently used dropped first. A dropped program is destroyed (GL program, Vulkan pipeline)
+    once no plan holds it; compiling it again is cheap on Vulkan, where the SPIR-V comes from
+    the disk cache. Without the bound every distinct size transformed kept its programs for the
+    process's life, and on the software drivers a program's compiled code takes megabytes of host
+    memory (docs/performance-log.md): programs held by live plans are never dropped, so the bound
+    only needs to cover the plan cache's working set."""
+
+    def __init__(self, max_programs: int = 8):
+        self.max_programs = max_programs
+        self.hits = self.misses = 0
+        self._by_device: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self, device, source: str, compile_):
+        """The program of `source` on `device`, compiled by compile_() if not held."""
+        with self._lock:
+            held = self._by_device.setdefault(device, OrderedDict())
+            prog = held.get(source)
+            if prog is not None:
+                held.move_to_end(source)
+                self.hits += 1
+                return prog
+            self.misses += 1
+        prog = compile_()
+        with self._lock:
+            held[source] = prog
+            self._evict(held)
+        return prog
+
+    def _evict(self, held: OrderedDict) -> None:
+        while len(held) > max(self.max_programs, 0):
+            held.popitem(last=False)
+
+    def resize(self, max_programs: int) -> None:
+        """Change the bound; programs beyond it are dropped, least recently used first."""
+        with self._lock:
+            self.max_programs = int(max_programs)
+            for held in self._by_device.values():
+                self._evict(held)
+
+    def forget_device(self, device) -> None:
+        """Drop the programs of `device` (a lost one)."""
+        with self._lock:
+            self._by_device.pop(device, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_device.clear()
+
+    def stats(self) -> dict:
+        with self._lock:
+            return {"programs": sum(map(len, self._by_device.values())), "hits": self.hits,
+                    "misses": self.misses, "max_programs": self.max_programs}
+
+    def __len__(self):
+        return self.stats()["programs"]
+
+
+program_cache = ProgramCache()
 
 
 def get_program(device, name: str, defines: dict, push_names=()):
-    """The compiled program of kernel `name` with `defines` on `device`, compiled once per process."""
-    global _programs
+    """The compiled program of kernel `name` with `defines` on `device`, from program_cache."""
     source = assemble(name, defines, device.info.api)
-    with _programs_lock:
-        if _programs is None:
-            _programs = weakref.WeakKeyDictionary()
-        cache = _programs.setdefault(device, {})
-        prog = cache.get(source)
-    if prog is None:
-        prog = device.program(source, push_names)
-        with _programs_lock:
-            cache[source] = prog
-    return prog
-
+    return program_cache.get(device, source, lambda: device.program(source, push_names))

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from . import _api, _elementwise
-from ._elementwise import check_precision, precision_of
+from .planner import precision_of
 from ._realtransforms import _shape_and_axes
 from .backends import get_device
 from .device_array import DeviceArray, asarray
@@ -106,7 +106,7 @@ class Convolver:
         self.device = kernel.device if isinstance(kernel, DeviceArray) and backend is None \
             else get_device(backend)
         self.precision = max(_precision(self.image_dtype), _precision(kdtype))
-        check_precision(self.device, self.precision)
+        self.device.check_precision(self.precision)
         self.complex = self.image_dtype.kind == "c" or kdtype.kind == "c"
         real = {32: np.float32, 64: np.float64}[self.precision]
         self.dtype = np.dtype(np.result_type(real, np.complex64) if self.complex else real)

@@ -21,8 +21,8 @@ SHIPPED = Path(__file__).resolve().parent / "tuned"
 
 
 def device_slug(name: str) -> str:
-    """A file-name form of a device name; GL's "NVIDIA H200/PCIe/SSE2" and Vulkan's "NVIDIA H200"
-    give the same slug."""
+    """A file-name form of a device name; GL's "<GPU>/PCIe/SSE2" and Vulkan's "<GPU>" give the
+    same slug."""
     name = name.split("/")[0]
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "device"
 

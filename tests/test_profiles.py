@@ -21,7 +21,7 @@ from pyfftgl import planner, profiles, shaders
 from pyfftgl.backends import BACKENDS, get_device
 from pyfftgl.backends.base import BackendUnavailable, PrecisionUnavailable
 from pyfftgl.planner import RealPass, Step
-from pyfftgl.plans import build_table, element_limits
+from pyfftgl.planner import build_table, element_limits
 from conftest import assert_accurate, share
 
 SOFTWARE_SHARED = 32768  # lavapipe's and llvmpipe's shared memory: the profiles that run here

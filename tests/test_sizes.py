@@ -9,7 +9,7 @@ import pytest
 import pyfftgl
 from pyfftgl import planner
 from pyfftgl.backends import get_device
-from pyfftgl.plans import build_table
+from pyfftgl.planner import build_table
 from conftest import BACKENDS, assert_accurate, random_complex, share
 
 

@@ -5,7 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pyfftgl import plans as plan
+from pyfftgl import planner as plan
 from pyfftgl.planner import FourstepHiKey, FourstepLoKey, StageKey
 
 

@@ -12,7 +12,7 @@ from pyfftgl.limits import Limits
 
 
 def test_kernel_statistics():
-    with _vkinfo.instance(_vkinfo._load()) as (instance, proc):
+    with _vkinfo.instance(_vkinfo.load_library()) as (instance, proc):
         assert instance is not None, "no Vulkan instance: is a driver (lavapipe) installed?"
         capable = _vkstats._capable(instance, proc)
     if not capable:

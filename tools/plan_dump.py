@@ -11,7 +11,7 @@ import hashlib
 import json
 import sys
 
-from pyfftgl import planner, plans, shaders, wisdom
+from pyfftgl import planner, shaders, wisdom
 from pyfftgl.limits import Limits
 
 GPU = Limits(49152, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32 - 1)
@@ -67,21 +67,21 @@ def transforms() -> list:
 
 
 def table_offsets(spec) -> tuple[dict, list]:
-    """Each table's offset in the plan's table buffer (as plans.TransformPlan lays them out), and
+    """Each table's offset in the plan's table buffer (as planner.emit lays them out), and
     (size, sha256) of each table in order."""
     offsets, at, contents = {}, 0, []
     for key in spec.tables():
-        t = plans.build_table(key)
+        t = planner.build_table(key)
         offsets[key], at = at, at + t.size
         contents.append((int(t.size), hashlib.sha256(t.tobytes()).hexdigest()))
     return offsets, contents
 
 
 def dump_spec(spec, limits) -> dict:
-    offsets, contents = table_offsets(spec)
+    _, contents = table_offsets(spec)
+    emitted = planner.emit(spec)  # the preambles exactly as plans.TransformPlan compiles them
     passes = []
-    for p in spec.passes:
-        defines = p.defines(offsets)
+    for p, defines in zip(spec.passes, emitted.defines):
         groups = planner.split_groups(p.groups(spec.units), limits.max_group_count)
         passes.append({
             "kernel": p.kernel, "src_buf": p.src_buf, "dst_buf": p.dst_buf,

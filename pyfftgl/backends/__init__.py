@@ -1,11 +1,15 @@
-"""Backend selection: one Device per API per process, opened on first use."""
+"""Backend selection: one Device per API per process, opened on first use.
+
+`vkinfo` is the Vulkan driver query (plain ctypes, no kp) that `python -m pyfftgl info` and the
+benchmarks read device properties with: a documented internal, not part of the public API."""
 from __future__ import annotations
 
 import os
 import threading
 
 from .. import profiles
-from .base import BackendUnavailable, Device, DeviceError
+from . import _vkinfo as vkinfo  # noqa: F401 (the documented internal above)
+from .base import BackendUnavailable, Device, DeviceError, on_device_lost
 
 BACKENDS = ("vulkan", "gl")
 _devices: dict[str, Device] = {}
@@ -32,7 +36,7 @@ def get_device(backend: str | Device | None = None) -> Device:
     if isinstance(backend, Device):
         return profiles.fit(backend)
     if backend is None:
-        backend = _default or "auto"
+        backend = default_backend()
     if not isinstance(backend, str) or backend not in BACKENDS + ("auto",):
         raise ValueError(f"backend must be one of {BACKENDS + ('auto',)} or a Device, got {backend!r}")
     with _lock:
@@ -55,14 +59,14 @@ def get_device(backend: str | Device | None = None) -> Device:
 
 
 def forget(device: Device) -> None:
-    """Retire a lost device: the next call that names its backend opens a new one, and the plan
-    cache drops its plans."""
+    """Retire a lost device: the next call that names its backend opens a new one."""
     with _lock:
         for name, dev in list(_devices.items()):
             if dev is device:
                 del _devices[name]
-    from ..plans import plan_cache
-    plan_cache.forget_device(device)
+
+
+on_device_lost(forget)  # first: a listener may already ask for the backend's new device
 
 
 def _after_fork_in_child() -> None:
@@ -77,6 +81,11 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def default_backend() -> str:
+    """The backend a call with backend=None uses: set_backend's, else "auto"."""
+    return _default or "auto"
 
 
 def set_backend(backend: str | None) -> None:

@@ -164,7 +164,7 @@ def _version(v: int) -> str:
     return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
 
 
-def _load() -> ctypes.CDLL:
+def load_library() -> ctypes.CDLL:
     try:
         return ctypes.CDLL("libvulkan.so.1")
     except OSError as e:
@@ -303,7 +303,7 @@ def _compute_family(proc, phys) -> int:
 
 def physical_devices() -> list[dict]:
     """Describe every Vulkan physical device; [] when no driver/instance is available."""
-    with instance(_load()) as (handle, proc):
+    with instance(load_library()) as (handle, proc):
         if handle is None:
             return []
         get_props = proc(b"vkGetPhysicalDeviceProperties", None,

@@ -88,7 +88,7 @@ class _GL:
     the context current on this thread (EGL's, else GLX's)."""
 
     def __init__(self):
-        from .gl import gl_proc as fn
+        from ._glcontext import gl_proc as fn
         self.get_error = fn("glGetError", c_uint32)
         self.get_integer = fn("glGetIntegerv", None, c_uint32, POINTER(c_int32))
         self.get_uuid = fn("glGetUnsignedBytevEXT", None, c_uint32, POINTER(c_uint8))
@@ -133,7 +133,7 @@ class _VulkanAllocator:
     hands out, and its instance and device are never destroyed under it."""
 
     def __init__(self, driver_uuid: bytes, device_uuids: list[bytes]):
-        handle, proc, _ = _vkinfo.open_instance(_vkinfo._load())
+        handle, proc, _ = _vkinfo.open_instance(_vkinfo.load_library())
         if handle is None:
             raise OSError("no Vulkan instance")
         self.proc = proc
@@ -176,8 +176,7 @@ class _VulkanAllocator:
         buf = c_uint64()
         result = self._create_buffer(self.device, byref(info), None, byref(buf))
         if result != 0:  # the sharing works (checked when made): this size does not fit
-            raise MemoryError(f"the GPU could not allocate a buffer of {nbytes} bytes "
-                              f"(vkCreateBuffer: VkResult {result})")
+            raise MemoryError(f"vkCreateBuffer: VkResult {result}")
         req = _MemoryRequirements()
         self._requirements(self.device, buf.value, byref(req))
         self._destroy_buffer(self.device, buf.value, None)  # it only told the requirements
@@ -196,8 +195,7 @@ class _VulkanAllocator:
         mem = c_uint64()
         result = self._allocate(self.device, byref(alloc), None, byref(mem))
         if result != 0:
-            raise MemoryError(f"the GPU could not allocate a buffer of {nbytes} bytes "
-                              f"(vkAllocateMemory of {req.size} bytes: VkResult {result})")
+            raise MemoryError(f"vkAllocateMemory of {req.size} bytes: VkResult {result}")
         fd = c_int(-1)
         get = _GetFdInfo(sType=_MEMORY_GET_FD_INFO, memory=mem.value, handleType=_HANDLE_OPAQUE_FD)
         if self._get_fd(self.device, byref(get), byref(fd)) != 0:

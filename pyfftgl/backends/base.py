@@ -6,17 +6,32 @@ names its program, grid, push constants and the resources it binds: resources ar
 submission is recorded, not when a program is made, so one program runs on any buffers or images
 without new pipelines (as GLFFT binds on the command buffer). Everything above this layer
 (planner, plans, API) is backend-agnostic.
+
+The shared logic is here (pyvkfft's habit): Device.read/write/record/buffer/... hold the device's
+lock, check that it is usable, wrap driver failures and count live objects and host transfers,
+around each backend's primitives `_read/_write/_record/_buffer/...`, which only allocate and
+launch.
 """
 from __future__ import annotations
 
 import abc
 import contextlib
+import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..limits import Limits
+
+
+_lost_listeners: list = []  # called with a device when it is lost (on_device_lost)
+
+
+def on_device_lost(listener) -> None:
+    """Call `listener(device)` when a device is lost: the backend selection opens a new one next
+    time, and the layers above drop what they hold of it (plans, programs)."""
+    _lost_listeners.append(listener)
 
 
 class BackendUnavailable(RuntimeError):
@@ -103,25 +118,53 @@ class Submission(abc.ABC):
     may be held until the next replay or wait (Device.flush starts it).
     """
 
-    @abc.abstractmethod
+    device: "Device"
+    uploads: Sequence[Buffer] = ()
+    downloads: Sequence[Buffer] = ()
+
     def run(self, inputs: Sequence[np.ndarray] = (), *, timed: bool = False,
             wait: bool = True) -> float | None:
         """Upload `inputs` to the recorded upload buffers, run, download. Returns GPU ns if timed.
         wait=False: return once queued; the device waits for it before the host next reads or
         writes device memory (Device.read/write). GL never waits here."""
+        dev = self.device
+        with dev.lock:
+            dev.check_usable()
+            dev.count_transfers(to_device=len(inputs), to_host=len(self.downloads))
+            try:
+                return self._run(inputs, timed, wait)
+            except RuntimeError as e:  # the driver's failure (kp's carry the VkResult)
+                raise dev.failure("running a submission", e) from e
 
-    @abc.abstractmethod
     def result(self, i: int = 0) -> np.ndarray:
         """The i-th download buffer's contents after the last run, as float32 (a copy)."""
+        with self.device.lock:
+            return self._result(i)
+
+    @abc.abstractmethod
+    def _run(self, inputs: Sequence[np.ndarray], timed: bool, wait: bool) -> float | None:
+        """run()'s work, the device's lock held and its usability checked."""
+
+    @abc.abstractmethod
+    def _result(self, i: int) -> np.ndarray:
+        """result()'s work."""
 
 
 class Device(abc.ABC):
+    """A GPU through one API. The public methods are the protocol every layer above uses; a
+    backend implements the underscored primitives they call, and sets `info` and `lock`."""
+
     info: DeviceInfo
+    # Held by every call that submits, waits, allocates or moves data (reentrant): a Vulkan
+    # queue, kp's sequences and a GL context are not safe to use from two threads at once.
+    lock: threading.RLock
     lost: str | None = None  # the driver's message where the device was lost
     # A call of dispatches only may start while the call before it still runs, where its first
     # dispatch touches nothing that call's last dispatch writes, nor writes what it reads (the
     # Vulkan backend); plans then alternate their work buffers between calls.
     overlaps_calls = False
+
+    # -- the shared logic -----------------------------------------------------------------
 
     def failure(self, what: str, error: BaseException | str, lost: bool = False) -> DeviceError:
         """The DeviceError for a driver failure while doing `what`; a loss (the driver says so,
@@ -132,8 +175,8 @@ class Device(abc.ABC):
         lost = lost or "lost" in message.lower()
         if lost and self.lost is None:
             self.lost = message
-            from . import forget
-            forget(self)
+            for listener in list(_lost_listeners):
+                listener(self)
         note = (": the device is lost; its plans and arrays cannot run, and the next call "
                 "opens a new device" if lost else "")
         return DeviceError(f"the {self.info.api} device ({self.info.name}) failed {what}: "
@@ -147,45 +190,150 @@ class Device(abc.ABC):
                               f"({self.lost}): make new plans and arrays", backend=self.info.api,
                               driver_message=self.lost, lost=True)
 
+    def check_precision(self, precision: int) -> None:
+        """Raise PrecisionUnavailable where this device cannot compute in `precision` (32, 64)."""
+        if precision == 64 and not self.info.float64:
+            i = self.info
+            feature = "shaderFloat64" if i.api == "vulkan" else "GL_ARB_gpu_shader_fp64"
+            lacks = f"under device profile {i.profile!r} has no fp64" if i.profile else f"lacks {feature}"
+            raise PrecisionUnavailable(
+                f"{i.api}:{i.name} {lacks}, which double-precision (float64/complex128) transforms "
+                "need; pass float32/complex64 data")
+
+    @property
+    def live(self) -> dict:
+        """Objects made here and not yet released: buffers, their bytes, images."""
+        return self._counter("_live", ("buffers", "bytes", "images"))
+
+    @property
+    def host_transfers(self) -> dict:
+        """Host <-> device copies so far: "to_device" (writes, uploads of a submission's run)
+        and "to_host" (reads, downloads of a submission's run), one per buffer moved."""
+        return self._counter("_host_transfers", ("to_device", "to_host"))
+
+    def _counter(self, name: str, keys: tuple) -> dict:
+        counts = self.__dict__.get(name)
+        if counts is None:
+            counts = self.__dict__[name] = dict.fromkeys(keys, 0)
+        return counts
+
+    def count_live(self, kind: str, nbytes: int = 0) -> Callable[[], None]:
+        """Count an object (`kind`: "buffers" or "images") of `nbytes` made here as live; the
+        function returned counts it released."""
+        live = self.live
+        live[kind] += 1
+        live["bytes"] += nbytes
+
+        def released():
+            live[kind] -= 1
+            live["bytes"] -= nbytes
+        return released
+
+    def count_transfers(self, to_device: int = 0, to_host: int = 0) -> None:
+        counts = self.host_transfers
+        counts["to_device"] += to_device
+        counts["to_host"] += to_host
+
     def current(self):
         """A context for a run of calls from one thread that holds the device throughout (GL:
         its lock, its context current once for all of them); nothing where the API needs it."""
         return contextlib.nullcontext()
 
-    @abc.abstractmethod
     def program(self, source: str, push_names: Sequence[str] = ()) -> Program:
         """Compile GLSL compute source (with its `#version` line) for this API."""
+        with self.lock:
+            return self._program(source, tuple(push_names))
 
-    @abc.abstractmethod
     def buffer(self, nbytes: int, data: np.ndarray | None = None,
                device_only: bool = False) -> Buffer:
         """Allocate a storage buffer; `data` (float32/uint32) fills its start if given.
         `device_only`: the host never maps it (device arrays), so an API with host-side
-        shadows of its buffers (Kompute's staging tensors) keeps none."""
+        shadows of its buffers (Kompute's staging tensors) keeps none. MemoryError where the
+        driver cannot allocate it."""
+        with self.lock:
+            try:
+                return self._buffer(int(nbytes), data, device_only)
+            except MemoryError as e:  # the backend's reason, in the one message
+                raise MemoryError(f"the {self.info.api} device could not allocate a buffer of "
+                                  f"{nbytes} bytes ({e})") from e
 
-    @abc.abstractmethod
+    def image(self, width: int, height: int, fmt: str) -> Image:
+        """A width x height image of GLSL format `fmt` (planner.IMAGE_FORMATS) for a plan."""
+        with self.lock:
+            return self._image(width, height, fmt)
+
     def write(self, buf: Buffer, data: np.ndarray) -> None:
         """Copy `data` into the start of `buf` now."""
+        with self.lock, self.current():
+            self.check_usable()
+            self.count_transfers(to_device=1)
+            try:
+                self._write(buf, data)
+            except RuntimeError as e:
+                raise self.failure("writing a buffer", e) from e
 
-    @abc.abstractmethod
     def read(self, buf: Buffer, count: int) -> np.ndarray:
         """The first `count` float32 values of `buf`, as a new array."""
+        with self.lock, self.current():
+            self.check_usable()
+            self.count_transfers(to_host=1)
+            try:
+                return self._read(buf, count)
+            except RuntimeError as e:
+                raise self.failure("reading a buffer", e) from e
 
-    @abc.abstractmethod
+    def record(self, dispatches: Sequence[Dispatch], *, uploads: Sequence[Buffer] = (),
+               downloads: Sequence[Buffer] = ()) -> Submission:
+        """Record uploads, the dispatches (binding the resources each names) and downloads as
+        one replayable submission."""
+        with self.lock, self.current():
+            self.check_usable()
+            return self._record(list(dispatches), list(uploads), list(downloads))
+
     def finish(self) -> None:
         """Wait until the device has done all work submitted so far."""
+        with self.lock, self.current():
+            self._finish()
 
-    @abc.abstractmethod
     def flush(self) -> None:
         """Start all work queued so far without waiting for it: Vulkan submits the calls it
         holds back while the GPU is busy, GL flushes its command buffer. Work starts by itself
         at the next call or host wait; a program that computes on the CPU in between flushes
         to overlap the two."""
+        with self.lock, self.current():
+            self._flush()
+
+    # -- what each backend implements -----------------------------------------------------
 
     @abc.abstractmethod
-    def record(self, dispatches: Sequence[Dispatch], *, uploads: Sequence[Buffer] = (),
-               downloads: Sequence[Buffer] = (), copies_before: Sequence[tuple] = (),
-               copies_after: Sequence[tuple] = ()) -> Submission:
-        """Record uploads and (src, dst) buffer copies, the dispatches (binding the resources
-        each names), then copies and downloads as one replayable submission. Copied buffers have
-        equal sizes."""
+    def _program(self, source: str, push_names: tuple[str, ...]) -> Program:
+        """Compile a program."""
+
+    @abc.abstractmethod
+    def _buffer(self, nbytes: int, data: np.ndarray | None, device_only: bool) -> Buffer:
+        """Allocate a buffer (counted with count_live); MemoryError(the reason) if it cannot."""
+
+    def _image(self, width: int, height: int, fmt: str) -> Image:
+        raise NotImplementedError(f"the {self.info.api} backend binds buffers only (images are "
+                                  "GL's)")
+
+    @abc.abstractmethod
+    def _write(self, buf: Buffer, data: np.ndarray) -> None:
+        """Copy data to the device."""
+
+    @abc.abstractmethod
+    def _read(self, buf: Buffer, count: int) -> np.ndarray:
+        """Copy data to the host."""
+
+    @abc.abstractmethod
+    def _record(self, dispatches: list[Dispatch], uploads: list[Buffer],
+                downloads: list[Buffer]) -> Submission:
+        """Make a Submission."""
+
+    @abc.abstractmethod
+    def _finish(self) -> None:
+        """Wait for the device."""
+
+    @abc.abstractmethod
+    def _flush(self) -> None:
+        """Start the queued work."""

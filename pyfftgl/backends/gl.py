@@ -9,24 +9,28 @@ left current between calls where the thread had none (no context switch per call
 ordering calls across contexts (_Current); code that uses `device.ctx` directly does so inside
 `with device.current():`. A caller's context is made current for a call where it is an EGL
 context current on no other thread; where it is current on the calling thread it is used as is.
-GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL state a submission changes: SSBO bindings 0-3 and image units 0-1
-of the kernels it runs, the bound compute program, and a memory barrier (all bits) between its
-dispatches and after the last.
+GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL
+state a submission changes: SSBO bindings 0-3 and image units 0-1 of the kernels it runs, the bound
+compute program, and a memory barrier (all bits) between its dispatches and after the last.
+
+Two things outside this module's objects: importing it installs a process-wide audit hook
+(_glcontext._fence_before_new_threads), and a device stores itself on its ModernGL context as
+`ctx._pyfftgl_device` (GLDevice.of: one device, so one program cache, per context).
 """
 from __future__ import annotations
 
 import collections
 import ctypes
-import sys
 import threading
 import time
 import weakref
-from typing import Sequence
 
 import numpy as np
 
 from .. import wisdom
 from .gldebug import DEBUG_OUTPUT, debug_output_on, expected_errors
+from ..planner import IMAGE_FORMATS, image_format
+from ._glcontext import _OWN_DEVICES, _Current, _egl, _ThreadContext, gl_proc
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Image, Limits, Program,
                    Submission)
 
@@ -36,188 +40,6 @@ GL_BUFFER_SIZE = 0x8764
 # Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): GL's own
 # placement of large buffers ran kernels at half speed (docs/performance-log.md).
 VULKAN_MEMORY_MIN_BYTES = 1 << 25
-
-
-def gl_proc(name: str, restype, *argtypes):
-    """A GL entry point (ctypes function) for the context current on this thread, from EGL's
-    lookup where an EGL context is current, else GLX's; OSError where there is none."""
-    lookup = None
-    try:
-        egl = ctypes.CDLL("libEGL.so.1")
-        egl.eglGetCurrentContext.restype = ctypes.c_void_p
-        if egl.eglGetCurrentContext():
-            lookup = egl.eglGetProcAddress
-    except (OSError, AttributeError):
-        pass
-    if lookup is None:
-        try:
-            lookup = ctypes.CDLL("libGL.so.1").glXGetProcAddressARB
-        except AttributeError as e:
-            raise OSError(f"no GL entry point lookup ({e})") from e
-    lookup.restype, lookup.argtypes = ctypes.c_void_p, [ctypes.c_char_p]
-    addr = lookup(name.encode())
-    if not addr:
-        raise OSError(f"no GL entry point {name}")
-    return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
-
-
-class _EGL:
-    """The EGL calls that find, make and restore the context current on a thread, and make the
-    per-thread contexts of the library's share group (None where there is no libEGL: GLX
-    contexts are then used on the thread that made them current)."""
-
-    DRAW, READ = 0x3059, 0x305A
-    CONFIG_ID, OPENGL_API, NONE = 0x3028, 0x30A2, 0x3038
-    MAJOR, MINOR, PROFILE, CORE = 0x3098, 0x30FB, 0x30FD, 0x1
-
-    def __init__(self):
-        egl = ctypes.CDLL("libEGL.so.1")
-        for name in ("eglGetCurrentContext", "eglGetCurrentDisplay", "eglGetCurrentSurface",
-                     "eglCreateContext"):
-            getattr(egl, name).restype = ctypes.c_void_p
-        egl.eglGetCurrentSurface.argtypes = [ctypes.c_int32]
-        egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
-        egl.eglQueryContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
-                                        ctypes.POINTER(ctypes.c_int32)]
-        egl.eglChooseConfig.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32),
-                                        ctypes.POINTER(ctypes.c_void_p), ctypes.c_int32,
-                                        ctypes.POINTER(ctypes.c_int32)]
-        egl.eglCreateContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                         ctypes.POINTER(ctypes.c_int32)]
-        egl.eglDestroyContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        egl.eglBindAPI.argtypes = [ctypes.c_uint32]
-        self.lib = egl
-
-    def context(self) -> int | None:
-        return self.lib.eglGetCurrentContext()
-
-    def state(self) -> tuple:
-        e = self.lib
-        return (e.eglGetCurrentDisplay(), e.eglGetCurrentSurface(self.DRAW),
-                e.eglGetCurrentSurface(self.READ), e.eglGetCurrentContext())
-
-    def restore(self, state: tuple) -> None:
-        self.lib.eglMakeCurrent(*state)
-
-    def shared_context(self, display: int, share: int, version: int) -> int:
-        """A new surfaceless OpenGL core context of `share`'s config and share group."""
-        e = self.lib
-        config_id, config, found = ctypes.c_int32(0), ctypes.c_void_p(0), ctypes.c_int32(0)
-        e.eglQueryContext(display, share, self.CONFIG_ID, ctypes.byref(config_id))
-        want = (ctypes.c_int32 * 3)(self.CONFIG_ID, config_id.value, self.NONE)
-        e.eglChooseConfig(display, want, ctypes.byref(config), 1, ctypes.byref(found))
-        e.eglBindAPI(self.OPENGL_API)  # per thread: EGL's default is OpenGL ES
-        attribs = (ctypes.c_int32 * 7)(self.MAJOR, version // 100, self.MINOR,
-                                       version % 100 // 10, self.PROFILE, self.CORE, self.NONE)
-        handle = e.eglCreateContext(display, config if found.value else None, share, attribs)
-        if not handle:
-            raise RuntimeError(f"eglCreateContext failed (EGL error {e.eglGetError():#x}): no "
-                               "GL context for this thread in the library's share group")
-        return handle
-
-    def make_current(self, display: int, handle: int | None) -> bool:
-        return bool(self.lib.eglMakeCurrent(display, None, None, handle))
-
-    def destroy(self, display: int, handle: int) -> None:
-        self.lib.eglDestroyContext(display, handle)
-
-
-def _egl() -> _EGL | None:
-    try:
-        return _EGL()
-    except (OSError, AttributeError):
-        return None
-
-
-class _ThreadContext:
-    """A thread's EGL context in the library's share group; the thread-local that holds it is
-    dropped when the thread ends, which releases it there (and destroys the ones made for it)."""
-
-    def __init__(self, dev: "GLDevice", handle: int, owned: bool):
-        self.dev, self.handle, self.owned = dev, handle, owned
-        self.debug = False  # KHR_debug output turned on (DEBUG_OUTPUT), once it is current
-
-    def __del__(self):
-        # No device lock: only this thread uses this context, and a daemon thread stopped at
-        # exit inside a call would hold the lock for good.
-        dev = self.dev
-        if dev._egl.context() == self.handle:
-            dev._egl.make_current(dev._display, None)
-        if self.owned:
-            dev._egl.destroy(dev._display, self.handle)
-
-
-class _Current:
-    """GLDevice.current(): a class, not a generator, since every GL call enters it.
-
-    On the library's own context each thread uses a context of its own in one share group
-    (buffers, textures, programs and fences are shared), kept current between calls where the
-    thread had none current: a call then switches no context. While the process has other
-    threads, each call ends with a flushed fence, and a call on another context than the
-    previous call's has the GPU wait for it first; a process's only thread fences nothing (a
-    fence and its flush cost the GPU more than a small FFT), and its last call is fenced when
-    it starts a thread (_fence_before_new_threads)."""
-
-    def __init__(self, dev: "GLDevice"):
-        self.dev = dev
-
-    def __enter__(self):
-        dev = self.dev
-        dev._lock.acquire()
-        try:
-            if dev._depth:
-                dev._depth += 1
-                return dev.ctx
-            if dev._own and dev._handle:
-                dev._enter_own()
-            else:
-                dev._enter_callers()
-            dev._depth = 1
-            return dev.ctx
-        except BaseException:
-            dev._lock.release()
-            raise
-
-    def __exit__(self, *exc):
-        dev = self.dev
-        try:
-            dev._depth -= 1
-            if not dev._depth:
-                try:
-                    dev._collect()
-                    if dev._own and dev._handle:
-                        dev._unfenced = threading.active_count() == 1
-                        if not dev._unfenced:
-                            dev._fence_here()
-                finally:
-                    if dev._outer is not False:  # made current on entry: released again, and
-                        if dev._own:  # the thread's own EGL context back
-                            dev._egl.restore(dev._outer)
-                        else:
-                            dev.ctx.__exit__(None, None, None)
-                            if dev._outer:
-                                dev._egl.restore(dev._outer)
-        finally:
-            dev._lock.release()
-        return False
-
-
-_OWN_DEVICES: "weakref.WeakSet[GLDevice]" = weakref.WeakSet()
-
-
-def _fence_before_new_threads(event: str, _args) -> None:
-    """An audit hook: before this process's only thread starts another, its last call's work
-    gets the fence that a call on the new thread's context will wait for."""
-    if event in ("_thread.start_new_thread", "_thread.start_joinable_thread"):
-        for dev in list(_OWN_DEVICES):
-            if dev._unfenced:
-                try:
-                    dev.fence_pending()
-                except Exception:  # an audit hook that raises would stop the thread's start
-                    pass
-
-
-sys.addaudithook(_fence_before_new_threads)
 
 
 def _gl_integer(pname: int) -> int:
@@ -243,23 +65,17 @@ class GLBuffer(Buffer):
             weakref.finalize(self, release).atexit = False
 
 
-# Texture formats a kernel binds as images: moderngl (components, dtype) -> GLSL format. Half
-# floats are storage only: the kernels load them into float registers and compute in float.
-IMAGE_FORMATS = {(1, "f4"): "r32f", (2, "f4"): "rg32f", (4, "f4"): "rgba32f",
-                 (1, "f2"): "r16f", (2, "f2"): "rg16f", (4, "f2"): "rgba16f"}
-
-
 class GLImage(Image):
     """A ModernGL texture (the caller's or a plan's) as an image a kernel binds."""
 
     def __init__(self, texture):
-        key = (texture.components, texture.dtype)
-        if key not in IMAGE_FORMATS:
+        fmt = image_format(texture.components, texture.dtype)
+        if fmt is None:
             raise TypeError(f"a texture of {texture.components} component(s) of dtype "
-                            f"{texture.dtype!r} is not one of {', '.join(IMAGE_FORMATS.values())}")
+                            f"{texture.dtype!r} is not one of {', '.join(IMAGE_FORMATS)}")
         self.texture = texture
         self.width, self.height = texture.size
-        self.format, self.components = IMAGE_FORMATS[key], texture.components
+        self.format, self.components = fmt, texture.components
 
 
 class GLProgram(Program):
@@ -278,9 +94,9 @@ class GLSubmission(Submission):
     GPU: a buffer written with glBufferSubData at every call is moved to system memory by
     NVIDIA's driver (every dispatch then ran at PCIe speed)."""
 
-    def __init__(self, device: "GLDevice", dispatches, uploads, downloads, copies_before=(),
-                 copies_after=()):
-        self._device = device
+    def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
+        self.device = self._device = device
+        self.uploads, self.downloads = uploads, downloads
         # Per dispatch: (program, buffers, images, [(push index, uniform, value)], groups), taken
         # apart once here: every call issues each dispatch from Python again, and ModernGL is
         # slow to set uniforms from numpy values.
@@ -288,7 +104,6 @@ class GLSubmission(Submission):
                         [(i, m.texture) for i, m in enumerate(d.images) if m is not None],
                         [(i, u, int(d.push[i])) for i, u in d.program.uniforms if u is not None],
                         tuple(d.groups)) for d in dispatches]
-        self._copies_before, self._copies_after = list(copies_before), list(copies_after)
         self._uploads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
                          for b in uploads]
         self._downloads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
@@ -296,10 +111,6 @@ class GLSubmission(Submission):
 
     def _dispatch_all(self):
         ctx = self._device.ctx
-        for a, b in self._copies_before:
-            ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
-        if self._copies_before:
-            ctx.memory_barrier()
         for n, (program, buffers, images, uniforms, groups) in enumerate(self._calls):
             if n:
                 ctx.memory_barrier()
@@ -314,11 +125,8 @@ class GLSubmission(Submission):
                     values[i] = value
             program.shader.run(*groups)
         ctx.memory_barrier()
-        for a, b in self._copies_after:
-            ctx.copy_buffer(b.buf, a.buf, size=a.nbytes)
 
-    def run(self, inputs=(), *, timed=False, wait=True):
-        self._device.check_usable()
+    def _run(self, inputs, timed, wait):
         with self._device.current() as ctx:
             for (buf, staging), data in zip(self._uploads, inputs):
                 raw = np.ascontiguousarray(data).tobytes()
@@ -333,8 +141,8 @@ class GLSubmission(Submission):
     def _timed_dispatch(self):
         ctx = self._device.ctx
         if self._device.info.is_software:
-            # llvmpipe's GL_TIME_ELAPSED does not cover compute work (it reads 1 ns for a 15 ms
-            # dispatch), so software GL is timed by the wall clock between two glFinish calls.
+            # llvmpipe's GL_TIME_ELAPSED does not cover compute work (it reads next to nothing
+            # for a long dispatch), so software GL is timed by the wall clock between glFinishes.
             ctx.finish()
             t0 = time.perf_counter_ns()
             self._dispatch_all()
@@ -347,7 +155,7 @@ class GLSubmission(Submission):
             self._dispatch_all()
         return float(query.elapsed)
 
-    def result(self, i=0):
+    def _result(self, i=0):
         buf, staging = self._downloads[i]
         with self._device.current():
             out = np.frombuffer(staging.read(size=buf.nbytes), np.float32).copy()
@@ -407,16 +215,15 @@ class GLDevice(Device):
             ctx.gc_mode = "context_gc"
         self.ctx = ctx
         self._own = own
-        self._lock = threading.RLock()
         self._depth = 0  # nesting of current() on the thread holding the lock
         self._outer = False  # at the outermost current(): False (stays current), None or state
         self._graveyard = collections.deque()  # releases of collected objects, for the next call
-        self.live = {"buffers": 0, "bytes": 0, "images": 0}  # made here and not yet released
         self._egl = egl
         self._handle = self._egl.context() if self._egl else None  # current: just made/passed
         host = getattr(ctx, "_pyfftgl_device", None)
         # Another device on the library's own context shares its lock and its switching.
         self._host = host if host is not None and host._own else None
+        self.lock = self._host.lock if self._host is not None else threading.RLock()
         if own:
             ctx._pyfftgl_device = self
         self._current = _Current(self)
@@ -524,7 +331,7 @@ class GLDevice(Device):
 
     def fence_pending(self):
         """Fence the last call's work if it has none (called on the thread that made it)."""
-        with self._lock:
+        with self.lock:
             if not self._unfenced:
                 return
             tc = getattr(self._local, "tc", None)
@@ -557,26 +364,27 @@ class GLDevice(Device):
     def deferred(self, release, kind: str = "buffers", nbytes: int = 0):
         """`release` for a finalizer: queued, and run by the next call with the context current.
         Counts the object as live until then."""
-        live = self.live
-        live[kind] += 1
-        live["bytes"] += nbytes
+        released = self.count_live(kind, nbytes)
 
         def run():
             release()
-            live[kind] -= 1
-            live["bytes"] -= nbytes
+            released()
         return lambda: self._graveyard.append(run)
 
-    def program(self, source, push_names=()):
+    def _program(self, source, push_names):
         from ..shaders import ShaderCompileError
         with self.current():
             try:
                 shader = self.ctx.compute_shader(source)
             except Exception as e:
                 raise ShaderCompileError(f"GL compute shader failed to compile: {e}") from e
-            return GLProgram(shader, tuple(push_names))
+            program = GLProgram(shader, push_names)
+        # Released when collected (the program cache's bound drops it), on a caller's context too.
+        graveyard = self._graveyard
+        weakref.finalize(program, lambda: graveyard.append(shader.release)).atexit = False
+        return program
 
-    def buffer(self, nbytes, data=None, device_only=False):
+    def _buffer(self, nbytes, data, device_only):
         with self.current():
             buf = self._vulkan_buffer(nbytes) if nbytes >= VULKAN_MEMORY_MIN_BYTES else None
             if buf is None:
@@ -591,8 +399,7 @@ class GLDevice(Device):
         copy, since NVIDIA's driver moves a buffer the host reads into system memory for good."""
         total = self._memory_total()
         if nbytes > total:  # NVIDIA's GL "allocates" any size and fails only when it is used
-            raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} bytes "
-                              f"(the device has {total} bytes)")
+            raise MemoryError(f"the device has {total} bytes")
         if self._buffer_storage is None:
             try:
                 self._buffer_storage = (
@@ -608,8 +415,7 @@ class GLDevice(Device):
             try:
                 buf = self.ctx.buffer(reserve=nbytes)
             except Exception as e:  # ModernGL's Error: the driver's allocation failed
-                raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} "
-                                  f"bytes ({e})") from e
+                raise MemoryError(str(e)) from e
             return GLBuffer(buf, nbytes, self.deferred(buf.release, nbytes=nbytes))
         create, storage, delete, query = self._buffer_storage
         name, size = ctypes.c_uint32(0), ctypes.c_int64(0)
@@ -619,8 +425,7 @@ class GLDevice(Device):
         if size.value != nbytes:
             delete(1, ctypes.byref(name))
             error = self.ctx.error  # read (and so cleared) here: the failure is reported below
-            raise MemoryError(f"the GL driver could not allocate a buffer of {nbytes} bytes "
-                              f"({error})")
+            raise MemoryError(error)
         return GLBuffer(self.ctx.external_buffer(name.value, nbytes), nbytes,
                         self.deferred(lambda: delete(1, ctypes.byref(name)), nbytes=nbytes))
 
@@ -635,11 +440,11 @@ class GLDevice(Device):
                     self._memory = kib * 1024
         return self._memory
 
-    def image(self, width: int, height: int, fmt: str) -> GLImage:
+    def _image(self, width: int, height: int, fmt: str) -> GLImage:
         """A texture of the plan's own (width x height, GLSL image format `fmt`)."""
-        components = {"r32f": 1, "rg32f": 2, "rgba32f": 4}[fmt]
+        f = IMAGE_FORMATS[fmt]
         with self.current():
-            texture = self.ctx.texture((width, height), components, dtype="f4")
+            texture = self.ctx.texture((width, height), f.components, dtype=f.dtype)
         image = GLImage(texture)
         weakref.finalize(image, self.deferred(texture.release, "images")).atexit = False
         return image
@@ -672,7 +477,7 @@ class GLDevice(Device):
         self._vkmemory_worked = True
         return GLBuffer(buf, nbytes, self.deferred(release, nbytes=nbytes), vulkan_memory=True)
 
-    def write(self, buf, data):
+    def _write(self, buf, data):
         # Through a CPU-side staging buffer copied on the GPU: a kernel's buffer written with
         # glBufferSubData is moved to system memory by NVIDIA's driver (see GLSubmission).
         raw = np.ascontiguousarray(data).tobytes()
@@ -681,9 +486,8 @@ class GLDevice(Device):
             self.ctx.copy_buffer(buf.buf, staging, size=len(raw))
             staging.release()
 
-    def read(self, buf, count):
+    def _read(self, buf, count):
         # Through a staging copy on the GPU, never from the buffer itself (see _storage_buffer).
-        self.check_usable()
         with self.current():
             self.ctx.memory_barrier()
             staging = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
@@ -695,13 +499,13 @@ class GLDevice(Device):
             self.check_errors("reading a buffer")
             return out
 
-    def finish(self):
+    def _finish(self):
         self.check_usable()
         with self.current():
             self.ctx.finish()
             self.check_errors("running the work submitted")
 
-    def flush(self):
+    def _flush(self):
         self.check_usable()
         with self.current():
             self._sync_procs()[3]()
@@ -724,7 +528,5 @@ class GLDevice(Device):
         if error != "GL_NO_ERROR":
             raise self.failure(what, error)
 
-    def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
-        self.check_usable()
-        with self.current():
-            return GLSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)
+    def _record(self, dispatches, uploads, downloads):
+        return GLSubmission(self, dispatches, uploads, downloads)

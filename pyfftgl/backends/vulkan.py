@@ -84,26 +84,24 @@ class VkSubmission(Submission):
     RING = 32
 
     def __init__(self, device: "VulkanDevice", dispatches: Sequence[Dispatch],
-                 uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer],
-                 copies_before=(), copies_after=()):
+                 uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer]):
         from .. import _kp as kp
 
-        self._device = device
-        self._uploads = list(uploads)
-        self._downloads = list(downloads)
+        self.device = self._device = device
+        self.uploads = self._uploads = list(uploads)
+        self.downloads = self._downloads = list(downloads)
         self._ops = []
         if uploads:
             self._ops.append(kp.OpTensorSyncDevice([b.tensor for b in uploads]))
-        self._ops += _copies([(a.tensor, b.tensor) for a, b in copies_before], bool(uploads))
         if dispatches:
             # kp records no barrier before a dispatch (tools/kp_patch.py, 6): one barrier here
-            # orders the uploads and copies above, and every dispatch and copy of the submissions
-            # before this one (left running by wait=False), before any dispatch of this one.
+            # orders the uploads above, and every dispatch and copy of the submissions before
+            # this one (left running by wait=False), before any dispatch of this one.
             if any(d.images for d in dispatches):
                 raise NotImplementedError("the Vulkan backend binds buffers only (images are GL's)")
             # Transfers of earlier submissions end in a host wait (read, write, downloads), so a
-            # submission that copies nothing itself only waits for earlier dispatches.
-            moves = bool(uploads or copies_before)
+            # submission that uploads nothing itself only waits for earlier dispatches.
+            moves = bool(uploads)
             self._ops.append(_barrier(_SHADER_WRITE | (_TRANSFER_WRITE if moves else 0),
                                       _SHADER_RW, _COMPUTE | (_TRANSFER if moves else 0),
                                       _COMPUTE))
@@ -115,16 +113,10 @@ class VkSubmission(Submission):
         self._timed_span = (first, len(self._ops))
         # A call of dispatches alone may go without its leading barrier where nothing it touches
         # first is in flight (VulkanDevice.overlaps): its first and last dispatch's access.
-        alone = dispatches and not (uploads or downloads or copies_before or copies_after)
+        alone = dispatches and not (uploads or downloads)
         self.ends = ((dispatches[0].access(), dispatches[-1].access(), len(dispatches))
                      if alone else None)
-        if dispatches and copies_after:
-            self._ops.append(_barrier(_SHADER_WRITE, _TRANSFER_RW, _COMPUTE, _TRANSFER))
-        self._ops += _copies([(a.tensor, b.tensor) for a, b in copies_after], False)
-        if copies_after:  # the next submission's dispatches, and the downloads, wait for these
-            self._ops.append(_barrier(_TRANSFER_WRITE, _SHADER_RW | _TRANSFER_READ,
-                                      _TRANSFER, _COMPUTE | _TRANSFER))
-        if downloads:  # kp's sync records its own shader -> transfer barrier
+        if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
         # kp sequences of the ops, [with the leading barrier, without]: a slot per call in
         # flight, its sequence made when a call is submitted alone (calls submitted together
@@ -152,15 +144,6 @@ class VkSubmission(Submission):
                 seq.record(op)
         return seq
 
-    def run(self, inputs=(), *, timed=False, wait=True):
-        dev = self._device
-        with dev.lock:  # the ring's state and the queue, one thread at a time
-            dev.check_usable()
-            try:
-                return self._run(inputs, timed, wait)
-            except RuntimeError as e:  # kp's exceptions carry the driver's VkResult
-                raise dev.failure("running a submission", e) from e
-
     def _run(self, inputs, timed, wait):
         dev = self._device
         if inputs or self._downloads or timed:
@@ -168,7 +151,7 @@ class VkSubmission(Submission):
             # before this one finish first.
             dev.wait_all()
         for buf, data in zip(self._uploads, inputs):
-            dev.write(buf, data, sync=False)
+            dev._write(buf, data, sync=False)
         if timed:
             if self._timed is None:
                 self._timed = self._make_sequence(timed=True)
@@ -197,11 +180,10 @@ class VkSubmission(Submission):
             self._rings[free][i] = self._make_sequence(free=free)
         return self._rings[free][i]
 
-    def result(self, i=0):
-        with self._device.lock:
-            self._device.finish()
-            buf = self._downloads[i]
-            return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
+    def _result(self, i=0):
+        self._device.finish()
+        buf = self._downloads[i]
+        return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
 
 
 class VulkanDevice(Device):
@@ -272,7 +254,6 @@ class VulkanDevice(Device):
         self.pipelines_made = 0  # kp pipelines made (one per program)
         self._algorithms: dict[tuple, object] = {}
         self._keys_of: dict[int, set] = {}  # id of a buffer or program -> its keys above
-        self.live = {"buffers": 0, "bytes": 0}  # buffers made here and not yet collected
         # kp's Manager keeps a record of every tensor and sequence it ever made (a few hundred
         # bytes each, for the process's life), so host transfers reuse one sequence and keep
         # small staging tensors, by size, instead of making new ones per call.
@@ -310,8 +291,8 @@ class VulkanDevice(Device):
     def queue(self, sub: VkSubmission, i: tuple) -> None:
         """Submit ring slot i of `sub`: at once where the GPU has run all it was given, else
         held and submitted with the calls after it when HOLD are held, a call finds the GPU
-        done, or the host waits or flushes. Each submission costs NVIDIA's GPU about 5 us idle
-        (kp_patch.py, 11), which back-to-back calls of a few microseconds each would pay."""
+        done, or the host waits or flushes. Each submission leaves NVIDIA's GPU idle for a
+        while (kp_patch.py, 11; docs/performance-log.md), which back-to-back calls would pay."""
         self._held.append((sub, i))
         idle = not self._batches or self._batches[-1][0].is_done()
         if idle:  # all done: free their ring slots (no wait)
@@ -319,11 +300,11 @@ class VulkanDevice(Device):
         if idle or len(self._held) >= self.HOLD:
             self.flush()
 
-    def flush(self):
+    def _flush(self):
         """Submit the calls held back, in one submission, without waiting for them: one call's
         own recorded command buffer, or several calls' ops recorded into one command buffer
         (each command buffer's end drains NVIDIA's GPU, so calls in separate ones would not
-        overlap, and cost about 1.3 us each)."""
+        overlap, and each would pay the drain: docs/performance-log.md)."""
         with self.lock:
             if self._held:
                 calls, self._held = self._held, []
@@ -378,24 +359,20 @@ class VulkanDevice(Device):
         self.flush()
         self._await_batches()
 
-    def finish(self):
+    def _finish(self):
         """Wait for every submission still running (before the host reads or writes memory)."""
-        with self.lock:
-            self.wait_all()
+        self.wait_all()
 
-    def program(self, source, push_names=()):
-        return self._track(VkProgram(shaders.compile_spirv(source), tuple(push_names)))
+    def _program(self, source, push_names):
+        return self._track(VkProgram(shaders.compile_spirv(source), push_names))
 
     def _track(self, obj):
         """Forget the algorithms bound to `obj` (a buffer or program) when it is collected."""
-        nbytes = obj.nbytes if isinstance(obj, VkBuffer) else None
-        if nbytes is not None:
-            self.live["buffers"] += 1
-            self.live["bytes"] += nbytes
-        weakref.finalize(obj, self._forget, id(obj), nbytes).atexit = False
+        released = self.count_live("buffers", obj.nbytes) if isinstance(obj, VkBuffer) else None
+        weakref.finalize(obj, self._forget, id(obj), released).atexit = False
         return obj
 
-    def _forget(self, ident: int, nbytes: int | None = None):
+    def _forget(self, ident: int, released=None):
         self._bases.pop(ident, None)  # its sharers keep its pipeline alive (kp_patch.py, 8)
         for key in self._keys_of.pop(ident, ()):
             self._algorithms.pop(key, None)
@@ -405,9 +382,8 @@ class VulkanDevice(Device):
                     keys.discard(key)
                     if not keys:
                         del self._keys_of[other]
-        if nbytes is not None:
-            self.live["buffers"] -= 1
-            self.live["bytes"] -= nbytes
+        if released is not None:
+            released()
 
     def _algorithm(self, d: Dispatch):
         """The kp algorithm running d.program on d.buffers over d.groups."""
@@ -437,21 +413,18 @@ class VulkanDevice(Device):
             self.pipelines_made += 1
         return base
 
-    def buffer(self, nbytes, data=None, device_only=False):
-        if nbytes > KP_MAX_BYTES:  # kp counts a tensor's floats in 32 bits, and wraps silently
-            raise MemoryError(f"the Vulkan device could not allocate a buffer of {nbytes} bytes "
-                              f"(the largest buffer kp makes is {KP_MAX_BYTES} bytes)")
-        with self.lock:
-            try:
-                return self._buffer(nbytes, data, device_only)
-            except (MemoryError, RuntimeError) as e:  # the host's or the driver's allocation
-                if isinstance(e, RuntimeError) and not any(
-                        w in str(e).lower() for w in ("memory", "alloc")):
-                    raise
-                raise MemoryError(f"the Vulkan device could not allocate a buffer of {nbytes} "
-                                  f"bytes ({type(e).__name__}: {e})") from e
-
     def _buffer(self, nbytes, data, device_only):
+        if nbytes > KP_MAX_BYTES:  # kp counts a tensor's floats in 32 bits, and wraps silently
+            raise MemoryError(f"the largest buffer kp makes is {KP_MAX_BYTES} bytes")
+        try:
+            return self._tensor_buffer(nbytes, data, device_only)
+        except (MemoryError, RuntimeError) as e:  # the host's or the driver's allocation
+            if isinstance(e, RuntimeError) and not any(
+                    w in str(e).lower() for w in ("memory", "alloc")):
+                raise
+            raise MemoryError(f"{type(e).__name__}: {e}") from e
+
+    def _tensor_buffer(self, nbytes, data, device_only):
         from .. import _kp as kp
         count = max(1, -(-nbytes // 4))
         if device_only:
@@ -469,6 +442,7 @@ class VulkanDevice(Device):
             init[: flat.size] = flat
         buf = self._track(VkBuffer(self._mgr.tensor_t(init), nbytes))
         if data is not None:  # a device tensor's initial data sits in its staging buffer until synced
+            self.count_transfers(to_device=1)
             self._sequence(kp.OpTensorSyncDevice([buf.tensor])).eval()
         return buf
 
@@ -497,15 +471,7 @@ class VulkanDevice(Device):
             seq.record(op)
         return seq
 
-    def write(self, buf, data, sync=True):
-        with self.lock:
-            self.check_usable()
-            try:
-                self._write(buf, data, sync)
-            except RuntimeError as e:
-                raise self.failure("writing a buffer", e) from e
-
-    def _write(self, buf, data, sync):
+    def _write(self, buf, data, sync=True):
         from .. import _kp as kp
         self.finish()
         flat = np.ascontiguousarray(data).view(np.float32).ravel()
@@ -526,14 +492,6 @@ class VulkanDevice(Device):
         if sync:
             self._sequence(first, kp.OpTensorSyncDevice([buf.tensor]), last).eval()
 
-    def read(self, buf, count):
-        with self.lock:
-            self.check_usable()
-            try:
-                return self._read(buf, count)
-            except RuntimeError as e:
-                raise self.failure("reading a buffer", e) from e
-
     def _read(self, buf, count):
         from .. import _kp as kp
         self.finish()
@@ -552,7 +510,5 @@ class VulkanDevice(Device):
             self._keep_staging(tensor)
         return out
 
-    def record(self, dispatches, *, uploads=(), downloads=(), copies_before=(), copies_after=()):
-        with self.lock:
-            self.check_usable()
-            return VkSubmission(self, dispatches, uploads, downloads, copies_before, copies_after)
+    def _record(self, dispatches, uploads, downloads):
+        return VkSubmission(self, dispatches, uploads, downloads)

@@ -75,8 +75,8 @@ def timed(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.3,
     compressible (zero) memory faster, which would flatter the numbers. `dispatches`: only
     these of the plan's."""
     if fill:
-        random_fill(device_plan.device, device_plan._own("in"))
-    sub = device_plan.device.record(list(dispatches or device_plan._dispatches) * repeat)
+        random_fill(device_plan.device, device_plan.buffer("in"))
+    sub = device_plan.device.record(list(dispatches or device_plan.flat_dispatches()) * repeat)
     _warm(device_plan.device, sub, warm)
     return best_of(lambda: sub.run(timed=True), reps) / 1e6 / repeat
 
@@ -87,7 +87,7 @@ def pass_ms(device_plan, repeat: int = 10, reps: int = 3, warm: float = 0.1) -> 
     pass alone may find its input in the L2 cache where it would not in the plan, so the sum
     can differ from the plan's time; it shows which pass the time goes to."""
     out = []
-    for dispatches in device_plan.pass_dispatches:
+    for dispatches in device_plan.dispatches():
         sub = device_plan.device.record(dispatches * repeat)
         _warm(device_plan.device, sub, warm)
         out.append(best_of(lambda: sub.run(timed=True), reps) / 1e6 / repeat)
@@ -166,9 +166,9 @@ def submission_floor_ms(device) -> float:
     buffer submitted and waited for on a separate VkDevice (plain ctypes); on GL, glFinish after
     a 1-workgroup dispatch of the copy kernel. Median ms."""
     if device.info.api == "vulkan":
-        from ..backends import _vkinfo
+        from ..backends import vkinfo
         from . import vkfloor
-        names = [d["device_name"] for d in _vkinfo.physical_devices()]
+        names = [d["device_name"] for d in vkinfo.physical_devices()]
         return vkfloor.fence_floor_us(names.index(device.info.name))["wait"] / 1e3
     buf = device.buffer(16)
     sub = _copy_submission(device, buf, buf, 0)  # one workgroup that copies nothing

@@ -43,7 +43,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
             length = n * n if tiled else n
             batch = max(1, elements // length)
             # the columns of an fft2 where a length-n*n line does not split n x n here (one
-            # pass, or the split of planner._narrow_strided)
+            # pass, or the split of factors._narrow_strided)
             square = tiled and [p.n for p in planner.plan_fft(
                 length, 1, False, "backward", base).passes] != [n, n]
             if square:  # batch: the fft2's columns, as many as `elements` makes (at least 16)
@@ -86,7 +86,7 @@ def tune(sizes=TUNE_SIZES + TUNE_TILED, backends=BACKENDS, elements: int = 1 << 
                     plan = TransformPlan(spec, device, lim, "backward", buffers=bufs)
                     gc.collect()  # dropped plans' Vulkan objects gone before timing (see sweep.run)
                     t = timing.timed(plan, reps=reps, warm=0.1, fill=False,  # those passes alone
-                                     dispatches=[d for ds in plan.pass_dispatches[-len(timed):]
+                                     dispatches=[d for ds in plan.dispatches()[-len(timed):]
                                                  for d in ds])
                     best[cand] = min(t, best.get(cand, t))
                     del plan

@@ -12,7 +12,7 @@ import statistics
 import time
 from ctypes import POINTER, Structure, byref, c_int32, c_uint32, c_uint64, c_void_p
 
-from ..backends import _vkinfo
+from ..backends import vkinfo
 
 
 class _QueueFamily(Structure):
@@ -57,9 +57,9 @@ def fence_floor_us(device_index: int = 0, reps: int = 200) -> dict:
     """Median microseconds of one empty submission + wait: {"wait": reused fence and
     vkWaitForFences, "poll": busy-polling vkGetFenceStatus, "fresh": a fence created and destroyed
     around each submission}."""
-    lib = _vkinfo._load()
-    with _vkinfo.instance(lib) as (instance, proc):
-        handles = _vkinfo.enumerate_devices(instance, proc)
+    lib = vkinfo.load_library()
+    with vkinfo.instance(lib) as (instance, proc):
+        handles = vkinfo.enumerate_devices(instance, proc)
         phys = handles[device_index]
         count = c_uint32(0)
         qprops = proc(b"vkGetPhysicalDeviceQueueFamilyProperties", None, c_void_p,
@@ -68,7 +68,7 @@ def fence_floor_us(device_index: int = 0, reps: int = 200) -> dict:
         fams = (_QueueFamily * count.value)()
         qprops(phys, byref(count), fams)
         family = next(i for i, f in enumerate(fams) if f.queueFlags & _QUEUE_COMPUTE_BIT)
-        result, device = _vkinfo.create_device(proc, phys, family)
+        result, device = vkinfo.create_device(proc, phys, family)
         if result != 0:
             raise OSError("vkCreateDevice failed")
 

@@ -17,7 +17,7 @@ from ctypes import POINTER, Structure, Union, byref, c_char, c_char_p, c_double,
 from ctypes import c_int64, c_size_t, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 
-from ..backends import _vkinfo
+from ..backends import vkinfo
 
 EXTENSION = b"VK_KHR_pipeline_executable_properties"
 _HEAD = [("sType", c_int32), ("pNext", c_void_p)]
@@ -93,7 +93,7 @@ def _capable(instance, proc) -> list[tuple[int, c_void_p]]:
                POINTER(c_uint32), POINTER(_ExtensionProperties))
     feats2 = proc(b"vkGetPhysicalDeviceFeatures2", None, c_void_p, POINTER(_Features2))
     out = []
-    for i, phys in enumerate(_vkinfo.enumerate_devices(instance, proc)):
+    for i, phys in enumerate(vkinfo.enumerate_devices(instance, proc)):
         n = c_uint32(0)
         ext(phys, None, byref(n), None)
         props = (_ExtensionProperties * n.value)()
@@ -115,19 +115,19 @@ def pipeline_statistics(spirv: bytes, push_bytes: int = 24, bindings: int = 3,
         raise ValueError("not a SPIR-V module (no little-endian magic word 0x07230203)")
     code = (c_uint32 * (len(spirv) // 4)).from_buffer_copy(spirv)  # pCode must be 4-byte aligned
     # The stack unwinds before the instance goes: whatever was made is destroyed, in reverse order.
-    with _vkinfo.instance(_vkinfo._load()) as (instance, proc), contextlib.ExitStack() as stack:
+    with vkinfo.instance(vkinfo.load_library()) as (instance, proc), contextlib.ExitStack() as stack:
         if instance is None:
             raise RuntimeError("no Vulkan instance could be created (no Vulkan driver installed?)")
         found = _capable(instance, proc)
         if device_index >= len(found):
-            names = [d["device_name"] for d in _vkinfo.physical_devices()]
+            names = [d["device_name"] for d in vkinfo.physical_devices()]
             raise RuntimeError(f"{EXTENSION.decode()} (with pipelineExecutableInfo) is supported by "
                                f"{len(found)} of the Vulkan devices {names}; no device {device_index}")
         index, phys = found[device_index]
         exe = _ExecutableFeatures(sType=_EXECUTABLE_FEATURES, pipelineExecutableInfo=1)
         feats = _Features2(sType=_PHYSICAL_DEVICE_FEATURES_2, pNext=ctypes.addressof(exe))
         # a device needs a queue, though nothing is submitted here
-        result, device = _vkinfo.create_device(proc, phys, 0, [EXTENSION], ctypes.addressof(feats))
+        result, device = vkinfo.create_device(proc, phys, 0, [EXTENSION], ctypes.addressof(feats))
         _check(result, "vkCreateDevice")
         stack.callback(proc(b"vkDestroyDevice", None, c_void_p, c_void_p), device, None)
         gdpa = proc(b"vkGetDeviceProcAddr", c_void_p, c_void_p, c_char_p)
@@ -172,7 +172,7 @@ def pipeline_statistics(spirv: bytes, push_bytes: int = 24, bindings: int = 3,
         get_stats = dproc(b"vkGetPipelineExecutableStatisticsKHR", c_int32, c_void_p,
                           POINTER(_ExecutableInfo), POINTER(c_uint32), POINTER(_Statistic))
         which = byref(_PipelineInfo(sType=_PIPELINE_INFO, pipeline=pipeline.value))
-        device_name = _vkinfo.physical_devices()[index]["device_name"]
+        device_name = vkinfo.physical_devices()[index]["device_name"]
         out = []
         for k, e in enumerate(_listed(get_exes, "vkGetPipelineExecutablePropertiesKHR", device, which,
                                       _ExecutableProperties, _EXECUTABLE_PROPERTIES)):

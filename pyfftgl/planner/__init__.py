@@ -6,19 +6,20 @@ and how many lines a submission may hold. Its parts:
   records   typed records crossing modules: Step, table keys, TunedShape
   rules     radices, workgroup shapes, shared-memory sizing, each pass's decisions
   passes    the pass records (StockhamPass, RealPass, Layout) and their preamble
+  tables    the contents of the tables the passes name
+  storage   buffers or images, precision, fields; emit(): each pass's preamble with its tables
   factors   the one-dispatch pass for a length, and how longer axes split (four-step, Bluestein)
   compose   steps -> the passes of a transform (plan_steps, plan_c2c, plan_fft)
   tuner     the shapes `pyfftgl bench --tune` times
-Every name other modules use is importable from here.
+Every public name other modules use is importable from here (underscored helpers stay in their
+modules; tests reach them there).
 """
 from .abi import (COMPLEX64_BYTES, FLOAT_BYTES, FOURSTEP_LO_LEN, MAX_WORKGROUP_INVOCATIONS,
                   PUSH_NAMES, REALFFT_GROUP)
-from .compose import (AxisView, TransformSpec, _blocked_pair, _chain, _chunk_units, _fusable,
-                      _unpack_shape, _wider, assign_buffers, dispatch_grids, groups_per_dispatch,
-                      norm_scale, plan_c2c, plan_fft, plan_steps, split_groups, tighter)
-from .factors import (_axis_factors, _balanced, _fast_factors, _line_pass, _narrow_strided,
-                      _tiled_pass, _untiled_axis, _untiled_fits, _wide_tiles, smooth_length,
-                      stockham_pass)
+from .compose import (AxisView, TransformSpec, assign_buffers, dispatch_grids,
+                      groups_per_dispatch, norm_scale, plan_c2c, plan_fft, plan_steps,
+                      split_groups, tighter)
+from .factors import smooth_length, stockham_pass
 from .roots import unit_roots
 from .passes import Layout, RealPass, StockhamPass, float_literal, odd_radix_tables
 from .records import (BluesteinKernelKey, ChirpKey, FourstepHiKey, FourstepLoKey, StageKey, Step,
@@ -26,5 +27,8 @@ from .records import (BluesteinKernelKey, ChirpKey, FourstepHiKey, FourstepLoKey
 from .rules import (AXIS_TILE_LINES, BLOCK_COLUMNS, BLOCK_ROW_LINES, FOURSTEP_STRIDED_MAX,
                     FOURSTEP_TILE_LINES, MAX_REGISTERS, RADICES, REGISTER_TARGET, SH_PAD,
                     TARGET_INVOCATIONS, TILE_LINES, UNPACK_REGS_MIN_N, UNTILED_AXIS_STAGES,
-                    _registers, _sh_line, _workgroup, prime_factors, radices_for, tuned_shape)
-from .tuner import _odd_groupings, _two_power_splits, shape_candidates
+                    prime_factors, radices_for, tuned_shape)
+from .storage import (IMAGE_FORMATS, Emitted, ImageFormat, Storage, element_limits, emit,
+                      image_format, precision_of)
+from .tables import bluestein_chirp, bluestein_kernel, build_table, twiddle_table
+from .tuner import shape_candidates

@@ -158,7 +158,7 @@ class StockhamPass:
         return FourstepLoKey(f, lines, df), FourstepHiKey(f, lines, df, self.n)
 
     def tables(self) -> list:
-        """The host tables this pass reads (see plans.build_table)."""
+        """The host tables this pass reads (see tables.build_table)."""
         out = [t for t in self.stage_tables() if t is not None]
         if self.fourstep_n:
             out += list(self.fourstep_tables())

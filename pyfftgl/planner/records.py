@@ -1,5 +1,5 @@
 """The small typed records that cross module boundaries: a transform's steps, the names of the
-host tables the passes read (built by plans.build_table), and the tuned kernel shapes of
+host tables the passes read (built by tables.build_table), and the tuned kernel shapes of
 Limits.tuned (read from the wisdom files by wisdom.load)."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class Step:
         return self.kind == "c2r" or (self.kind == "c2c" and self.inverse)
 
 
-# Host tables (complex64), named by what they hold; plans.build_table makes their contents.
+# Host tables, named by what they hold; tables.build_table makes their contents.
 
 @dataclass(frozen=True)
 class TwiddleKey:
