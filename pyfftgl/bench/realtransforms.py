@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import wisdom
+from .reference import cupy_ms
 from .timing import best_of, loop_us
 
 REPEAT = 10
@@ -118,19 +119,7 @@ def _cupy_case(case: dict, calls: int) -> dict | None:
 
         def call():
             return fn(image, type=2)
-    for _ in range(3):
-        call()
-    cupy.cuda.Device().synchronize()
-
-    def events() -> float:
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        for _ in range(10):
-            call()
-        stop.record()
-        stop.synchronize()
-        return cupy.cuda.get_elapsed_time(start, stop) / 10
-    gpu_ms = best_of(events, 3)
+    gpu_ms = cupy_ms(cupy, call, 3)
     loop = loop_us(call, cupy.cuda.Device().synchronize, calls=calls)
     return {"gpu_ms": gpu_ms, "loop_us": loop["us_per_call"], "dtype": str(call().dtype)}
 
