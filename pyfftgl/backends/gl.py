@@ -74,7 +74,8 @@ class GLImage(Image):
             raise TypeError(f"a texture of {texture.components} component(s) of dtype "
                             f"{texture.dtype!r} is not one of {', '.join(IMAGE_FORMATS)}")
         self.texture = texture
-        self.width, self.height = texture.size
+        self.width, self.height = texture.size[:2]
+        self.layers = texture.size[2] if len(texture.size) == 3 else 1  # a TextureArray's
         self.format, self.components = fmt, texture.components
 
 
@@ -101,7 +102,7 @@ class GLSubmission(Submission):
         # apart once here: every call issues each dispatch from Python again, and ModernGL is
         # slow to set uniforms from numpy values.
         self._calls = [(d.program, [(i, b.buf) for i, b in enumerate(d.buffers) if b is not None],
-                        [(i, m.texture) for i, m in enumerate(d.images) if m is not None],
+                        [(i, m.texture, i < d.image_reads) for i, m in enumerate(d.images)],
                         [(i, u, int(d.push[i])) for i, u in d.program.uniforms if u is not None],
                         tuple(d.groups)) for d in dispatches]
         self._uploads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
@@ -116,8 +117,8 @@ class GLSubmission(Submission):
                 ctx.memory_barrier()
             for binding, buf in buffers:
                 buf.bind_to_storage_buffer(binding)
-            for unit, texture in images:
-                texture.bind_to_image(unit, read=unit == 0, write=unit != 0)
+            for unit, texture, read in images:
+                texture.bind_to_image(unit, read=read, write=not read)
             values = program.values
             for i, uniform, value in uniforms:
                 if values[i] != value:
@@ -253,6 +254,8 @@ class GLDevice(Device):
             # doubles are core GLSL from GL 4.0 (GL_ARB_gpu_shader_fp64 before it)
             float64=ctx.version_code >= 400 or "GL_ARB_gpu_shader_fp64" in ctx.extensions,
         )
+        # Images one dispatch may bind (GL 4.3 promises 8): a TextureFFT list takes one per texture.
+        self.image_units = max(8, min(_gl_integer(0x91BD), _gl_integer(0x8F38)))
         # The library's own context: this thread's context of the share group, current here
         # until the thread ends; other threads get contexts of their own (_thread_context).
         self._local = threading.local()
