@@ -11,10 +11,13 @@ Texel (x, y) is element [y, x] of a C-ordered (height, width, components) float3
 zero, real parts written). The passes are the library's one-dispatch-per-axis kernels reading and
 writing image2Ds; between passes the data goes through a plan-owned buffer (`intermediate=
 "buffer"`) or texture ("image").
+A TextureArray (every layer) or a list of textures of one format is one set of passes, the
+layer one more grid dimension (image2DArray, or image2Ds selected per layer: up to 8 a pass).
 Half-float textures (r16f, rg16f, rgba16f: dtype 'f2') are read and written the same way at half
 the bandwidth, computed in float32; what lies between the passes stays float32.
 
-GL state a call changes: SSBO bindings 0-3, image units 0-1 and the current program; it ends
+GL state a call changes: SSBO bindings 0-3, image units 0-1 (0-8 for lists) and the current
+program; it ends
 with a memory barrier of all bits, so the caller's next draw may sample the results.
 """
 from __future__ import annotations
