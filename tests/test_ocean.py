@@ -452,3 +452,17 @@ def test_gpu_fields_batched_equal_per_texture(ctx, half):
     assert np.all(np.abs(a - b) <= 2 * eps * scale), np.abs(a - b).max()
     assert scale.min() > 0 and not np.array_equal(a[0], a[1])  # fields, all different
     sim.release()
+
+
+def test_bench_times_every_stage_of_a_frame(ctx):
+    """`--bench`'s per-stage times: the six stages of a frame, each timed, in frame order."""
+    from demos.ocean.__main__ import OceanApp, offscreen
+    from demos.ocean.bench import StageTimes
+    app = OceanApp(ctx, OceanParams(size=64, patch_sizes=(300.0, 40.0)), width=320)
+    offscreen(ctx, (320, 180)).use()
+    app.sim.stage = stages = StageTimes(ctx)
+    for _ in range(2):
+        app.frame(1 / 60, 16 / 9)
+    assert list(stages.ms) == ["spectrum", "FFT", "foam", "sky", "ocean", "buoy"]
+    assert all(v > 0 for v in stages.ms.values()), stages.ms
+    app.release()

@@ -4,6 +4,7 @@ Nothing is read back per frame; `read_fields` exists for tests.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 
@@ -58,6 +59,9 @@ class OceanGPU:
         # Two time queries used alternately: reading last frame's does not stall on this frame's.
         self.timers = [ctx.query(time=True), ctx.query(time=True)]
         self.frame = 0
+        # stage(name) wraps each stage of a frame ("spectrum", "FFT", "foam"; the renderer's
+        # "sky", "ocean", "buoy"): nothing by default, a timer under `--bench` (bench.StageTimes).
+        self.stage = lambda name: contextlib.nullcontext()
 
     def set_ocean(self, ocean: Ocean):
         """Upload h0 and w(k) of a (new) sea state; textures are reused when the shape allows."""
@@ -140,11 +144,14 @@ class OceanGPU:
 
     def step(self, t: float, dt: float, timed=False):
         """One frame: spectra, inverse FFTs, foam, then mip chains for distant reads."""
-        self.build_spectra(t)
-        self.inverse_fft(timed)
-        self.update_foam(dt)
-        for tex in self.all_field_textures() + self.foam[:self.cascades]:
-            tex.build_mipmaps()
+        with self.stage("spectrum"):
+            self.build_spectra(t)
+        with self.stage("FFT"):
+            self.inverse_fft(timed)
+        with self.stage("foam"):  # with the mip chains
+            self.update_foam(dt)
+            for tex in self.all_field_textures() + self.foam[:self.cascades]:
+                tex.build_mipmaps()
         self.frame += 1
 
     def fft_time_ms(self):
