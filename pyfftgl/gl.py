@@ -16,9 +16,9 @@ layer one more grid dimension (image2DArray, or image2Ds selected per layer: up 
 Half-float textures (r16f, rg16f, rgba16f: dtype 'f2') are read and written the same way at half
 the bandwidth, computed in float32; what lies between the passes stays float32.
 
-GL state a call changes: SSBO bindings 0-3, image units 0-1 (0-8 for lists) and the current
-program; it ends
-with a memory barrier of all bits, so the caller's next draw may sample the results.
+GL state a call changes: SSBO bindings 0-3, image units 0-1 (0-7 for lists) and the current
+program; it ends with a memory barrier of all bits, so the caller's next draw may sample the
+results.
 """
 from __future__ import annotations
 
