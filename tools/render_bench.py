@@ -89,6 +89,9 @@ def main(argv=None):
             sim.build_spectra(1.0)
             row = {"n": n, "cascades": cascades,
                    "ocean_fft_ms": loop_ms(sim.inverse_fft, ctx.finish, k)}
+            sub = next(reversed(sim.fft._recorded._entries.values()))[1]
+            row["dispatches_per_call"] = len(sub._calls)
+            out["image_units"] = getattr(sim.fft.device, "image_units", None)
             if torch:
                 x = torch.randn(4 * cascades, n, n, dtype=torch.complex64, device="cuda")
                 row["torch_ifft2_ms"] = loop_ms(lambda: torch.fft.ifft2(x, norm="forward"),
