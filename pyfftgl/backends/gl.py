@@ -10,8 +10,8 @@ ordering calls across contexts (_Current); code that uses `device.ctx` directly 
 `with device.current():`. A caller's context is made current for a call where it is an EGL
 context current on no other thread; where it is current on the calling thread it is used as is.
 GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL
-state a submission changes: SSBO bindings 0-3 and image units 0-1 of the kernels it runs, the bound
-compute program, and a memory barrier (all bits) between its dispatches and after the last.
+state a submission changes: SSBO bindings 0-3 and image units 0-1 (0-7 for lists of textures) of
+the kernels it runs, the bound compute program, and a memory barrier (all bits) between its dispatches and after the last.
 
 Two things outside this module's objects: importing it installs a process-wide audit hook
 (_glcontext._fence_before_new_threads), and a device stores itself on its ModernGL context as
