@@ -475,6 +475,8 @@ class GLDevice(Device):
         coherent mapping as uint8 or None where GL lacks buffer storage)."""
         nbytes = max(4, nbytes)
         with self.current():
+            if self.ctx.version_code < 450:  # named buffer storage and mapping are GL 4.5's
+                return self.ctx.buffer(reserve=nbytes, dynamic=True), None
             try:
                 map_range = gl_proc("glMapNamedBufferRange", ctypes.c_void_p, ctypes.c_uint32,
                                     ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_uint32)
