@@ -427,26 +427,29 @@ def test_window_runs_under_xvfb():
 
 @pytest.mark.parametrize("half", [False, True])
 def test_gpu_fields_batched_equal_per_texture(ctx, half):
-    """All cascades' fields in one call of one set of passes (the layer a grid dimension) give
-    the fields the earlier one-texture-at-a-time calls gave, within float32 rounding (same seed
-    and time): the picture does not change."""
+    """All cascades' fields in one call of one set of passes (a TextureArray, the layer a grid
+    dimension) give the fields that one call per texture gave before, within float32 rounding
+    (same seed and time): the picture does not change."""
     from demos.ocean.gpu import OceanGPU
     params = OceanParams(size=128, patch_sizes=(300.0, 90.0, 40.0, 11.0), choppiness=1.3)
     sim = OceanGPU(ctx, Ocean(params), half=half)
-    textures = sim.all_field_textures()
-    assert len(textures) == 8
-    fields = {}
-    for way in ("batched", "per texture"):
-        sim.build_spectra(2.5)
-        if way == "batched":
-            sim.inverse_fft()
-            sub = next(reversed(sim.fft._recorded._entries.values()))[1]
-            assert len(sub._calls) == 2  # 8 textures, 16 fields: two passes in all
-        else:
-            for tex in textures:
-                sim.fft.inverse(tex, tex)
-        fields[way] = np.stack([sim.read_texture(t).astype(np.float64) for t in textures])
-    a, b = fields["batched"], fields["per texture"]
+    layers = sim.all_field_textures()
+    assert len(layers) == 8 and sim.array.layers == 8
+    sim.build_spectra(2.5)
+    spectra = [sim.read_texture(t) for t in layers]
+    sim.inverse_fft()
+    sub = next(reversed(sim.fft._recorded._entries.values()))[1]
+    assert len(sub._calls) == 2  # 8 textures, 16 fields: two passes in all
+    batched = np.stack([sim.read_texture(t).astype(np.float64) for t in layers])
+    dtype = "f2" if half else "f4"
+    alone = []
+    for spectrum in spectra:  # the earlier way: each texture its own call and dispatches
+        tex = ctx.texture((128, 128), 4, spectrum.astype(np.float16 if half else np.float32)
+                          .tobytes(), dtype=dtype)
+        sim.fft.inverse(tex, tex)
+        alone.append(sim.read_texture(tex).astype(np.float64))
+        tex.release()
+    a, b = batched, np.stack(alone)
     scale = np.abs(b).max(axis=(1, 2, 3), keepdims=True)
     eps = 2.0 ** -10 if half else 2.0 ** -23  # one rounding of the stored values
     assert np.all(np.abs(a - b) <= 2 * eps * scale), np.abs(a - b).max()

@@ -180,13 +180,10 @@ class OceanRenderer:
         p = self.ocean_prog
         self._ocean_uniforms()
         n = self.sim.cascades
+        self.sim.array.use(0)
         for c in range(n):
-            tex0, tex1 = self.sim.fields[c]
-            tex0.use(c)
-            tex1.use(4 + c)
             self.sim.foam[c].use(8 + c)
-        self._set(p, "fields0", [c if c < n else 0 for c in range(4)])
-        self._set(p, "fields1", [4 + c if c < n else 4 for c in range(4)])
+        self._set(p, "fields", 0)
         self._set(p, "foam_tex", [8 + c if c < n else 8 for c in range(4)])
         snap = 1.0
         center = np.round(camera.position[[0, 2]] / snap) * snap
