@@ -1,6 +1,6 @@
 """python -m demos.ocean --bench: the ocean's FFT time per frame (pyfftgl vs torch.fft), frames.
 
-FFT rows: 1 and 4 cascades at 512^2 and 1024^2, each cascade 2 rgba32f textures = 4 complex
+FFT rows: 1 and 4 cascades at 512^2 and 1024^2, each cascade 2 rgba32f layers = 4 complex
 fields, all inverse-transformed by one `TextureFFT.inverse` call. GPU time comes from a GL time
 query around `reps` back-to-back calls; on llvmpipe a time query does not cover compute work, so
 there it is the wall clock between two ctx.finish(). torch.fft does the same transforms as one
