@@ -11,11 +11,14 @@ Texel (x, y) is element [y, x] of a C-ordered (height, width, components) float3
 zero, real parts written). The passes are the library's one-dispatch-per-axis kernels reading and
 writing image2Ds; between passes the data goes through a plan-owned buffer (`intermediate=
 "buffer"`) or texture ("image").
+A TextureArray (every layer) or a list of textures of one format is one set of passes, the
+layer one more grid dimension (image2DArray, or image2Ds selected per layer: up to 8 a pass).
 Half-float textures (r16f, rg16f, rgba16f: dtype 'f2') are read and written the same way at half
 the bandwidth, computed in float32; what lies between the passes stays float32.
 
-GL state a call changes: SSBO bindings 0-3, image units 0-1 and the current program; it ends
-with a memory barrier of all bits, so the caller's next draw may sample the results.
+GL state a call changes: SSBO bindings 0-3, image units 0-1 (0-7 for lists) and the current
+program; it ends with a memory barrier of all bits, so the caller's next draw may sample the
+results.
 """
 from __future__ import annotations
 
@@ -98,66 +101,93 @@ class TextureFFT:
     # -- plans ------------------------------------------------------------------------------
 
     def _plan(self, inverse: bool, norm: str, fields: int, src: str | None, dst: str | None,
-              spec_fields: int = 0) -> TransformPlan:
-        """The plan reading an image of format `src` (None: a buffer) and writing `dst`."""
+              spec_fields: int = 0, layers: int = 0, kind: str = "") -> TransformPlan:
+        """The plan reading an image of format `src` (None: a buffer) and writing `dst`;
+        `layers` > 0: that many images in one set of passes, bound as one TextureArray
+        (kind "array") or a list of textures (kind "list")."""
         mid = self.intermediate == "image" and src is not None and dst is not None
-        key = (inverse, norm, fields, src, dst, spec_fields, mid)
+        key = (inverse, norm, fields, src, dst, spec_fields, mid, layers, kind)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
         # an element is `fields` complex values: plan as if memory were smaller
         limits = element_limits(self.device.info.limits, planner.COMPLEX64_BYTES * fields)
-        spec = planner.plan_c2c(self.shape, (0, 1), inverse, norm, limits)
+        if layers:  # the layer is the batch: one more grid dimension of the same passes
+            spec = planner.plan_c2c((layers,) + self.shape, (1, 2), inverse, norm, limits)
+        else:
+            spec = planner.plan_c2c(self.shape, (0, 1), inverse, norm, limits)
         if spec.chunks != 1:
             raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
         images = [(name, fmt) for name, fmt in (("in", src), ("out", dst)) if fmt]
         sizes = dict(spec.buffers)
         # A plan-owned texture between the two passes where the one intermediate is the
-        # image's size (a Bluestein or four-step axis keeps buffers).
-        if mid and len(spec.passes) == 2 and sizes.get("w0") == self.size:
+        # image's size (a Bluestein or four-step axis keeps buffers), as tall as every layer.
+        if (mid and len(spec.passes) == 2 and sizes.get("w0") == self.size * max(layers, 1)
+                and self.shape[0] * max(layers, 1) <= self.device.info.limits.max_texture_size):
             images.append(("w0", "rgba32f" if fields == 2 else "rg32f"))
+        bound = tuple(name for name, _ in images if name in ("in", "out")) if layers else ()
         storage = Storage(fields=fields, images=tuple(images), width=self.shape[1],
-                          spec_fields=spec_fields)
+                          spec_fields=spec_fields, layers=max(layers, 1), height=self.shape[0],
+                          arrays=bound if kind == "array" else (),
+                          lists=bound if kind == "list" else ())
         plan = self._plans[key] = TransformPlan(spec, self.device, limits, norm, storage=storage)
         return plan
 
-    def _mid_buffer(self, fields: int):
-        buf = self._mid.get(fields)
-        if buf is None:
-            buf = self._mid[fields] = self.device.buffer(self.size * 8 * fields)
-        return buf
+    def _list_size(self, fs: str, fd: str) -> int:
+        """How many textures of a list one set of passes takes: a pass binds the list on one
+        side (and the plan's own image where intermediate="image"), at most 8 (the kernel's)."""
+        units = getattr(self.device, "image_units", 8) - (self.intermediate == "image")
+        h, w = self.shape
+        if h == 1 or w == 1:  # one pass may read and write the lists
+            units //= 2
+        return max(1, min(8, units))
 
-    # -- checks -----------------------------------------------------------------------------
+    def _mid_buffer(self, fields: int, layers: int = 1):
+        buf = self._mid.get((fields, layers))
+        if buf is None:
+            buf = self._mid[(fields, layers)] = self.device.buffer(self.size * 8 * fields * layers)
+        return buf
 
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"this TextureFFT ({self.shape[0]} x {self.shape[1]}) was closed")
 
-    def _format(self, tex, what: str) -> str:
-        if not isinstance(tex, moderngl.Texture):
-            raise TypeError(f"{what} must be a moderngl.Texture, not {type(tex).__name__}")
+    def _format(self, tex, what: str, layers: int | None = None) -> str:
+        """tex's image format, once it is known to be a texture of this shape (a TextureArray
+        of `layers` layers where `layers` is given)."""
+        kinds = (moderngl.TextureArray,) if layers else (moderngl.Texture, moderngl.TextureArray)
+        if not isinstance(tex, kinds):
+            raise TypeError(f"{what} must be a moderngl.{kinds[0].__name__}"
+                            f"{'' if layers else ' or TextureArray'}, not {type(tex).__name__}")
         if _released(tex):
             raise ValueError(f"{what} was released")
-        if tex.depth:  # a depth format is no image format a compute shader may bind
+        if getattr(tex, "depth", False):  # a depth format is no image format a shader may bind
             raise TypeError(f"{what} is a depth texture; TextureFFT transforms colour textures")
         fmt, size = image_format(tex.components, tex.dtype), tuple(tex.size)
         if fmt is None:
             raise TypeError(f"{what} must be an r32f, rg32f or rgba32f texture (components 1, 2 "
                             f"or 4, dtype 'f4'; or 'f2': r16f, rg16f, rgba16f), got "
                             f"{tex.components} x {tex.dtype!r}")
-        if size != self.shape[::-1]:
-            raise ValueError(f"{what} is {size[0]} x {size[1]} texels; this TextureFFT "
-                             f"transforms {self.shape[1]} x {self.shape[0]} (width x height)")
+        if size[:2] != self.shape[::-1]:
+            raise ValueError(f"{what} is {size[0]} x {size[1]} texels (width x height); this "
+                             f"TextureFFT transforms {self.shape[1]} x {self.shape[0]}")
+        if layers and size[2] != layers:
+            raise ValueError(f"{what} has {size[2]} layers, src has {layers}")
         return fmt
 
-    def _new_texture(self, fmt: str):
+    def _new_texture(self, fmt: str, layers: int = 0):
         f = IMAGE_FORMATS[fmt]
+        if layers:
+            return self.ctx.texture_array(self.shape[::-1] + (layers,), f.components,
+                                          dtype=f.dtype)
         return self.ctx.texture(self.shape[::-1], f.components, dtype=f.dtype)
 
-    def _pairs(self, src, dst, out_format, real_out: bool):
-        """[(src, dst, src format, dst format)] for one texture or lists; new dst textures of
-        format out_format(src format) where dst is None. `real_out`: an r32f dst may take the
-        real parts of a one-field result."""
+    def _groups(self, src, dst, out_format, real_out: bool, inverse: bool, spec_fields=0):
+        """The call's work as groups, each one set of passes: (srcs, dsts, src format, dst
+        format, layers, kind), kind "array" (one TextureArray), "list" (textures of one format,
+        as many as a pass may bind) or "" (one texture); new dst textures of format
+        out_format(src format) where dst is None. `real_out`: an r32f dst may take the real
+        parts of a one-field result. Returns (groups, the dst textures in src's order, many)."""
         many = isinstance(src, (list, tuple))
         srcs = list(src) if many else [src]
         if dst is None:
@@ -166,17 +196,44 @@ class TextureFFT:
             dsts = list(dst) if isinstance(dst, (list, tuple)) else [dst]
             if many != isinstance(dst, (list, tuple)) or len(dsts) != len(srcs):
                 raise ValueError(f"dst must match src: {len(srcs)} texture(s), got {len(dsts)}")
-        pairs = []
+        items = []
         for i, (s, d) in enumerate(zip(srcs, dsts)):
-            fs = self._format(s, f"src[{i}]" if many else "src")
-            fd = self._format(d, f"dst[{i}]" if many else "dst") if d is not None else None
+            ws, wd = (f"src[{i}]", f"dst[{i}]") if many else ("src", "dst")
+            fs = self._format(s, ws)
+            layers = s.layers if isinstance(s, moderngl.TextureArray) else 0
+            fd = self._format(d, wd, layers) if d is not None else None
+            if d is not None and not layers and isinstance(d, moderngl.TextureArray):
+                raise TypeError(f"{wd} must be a moderngl.Texture like src, not a TextureArray")
             if fd is not None and (IMAGE_FORMATS[fd].fields != IMAGE_FORMATS[fs].fields
                                    or IMAGE_FORMATS[fd].components == 1 and not real_out):
                 raise ValueError(f"cannot write the transform of a {fs} texture into {fd}")
-            pairs.append((s, d, fs, fd))
+            if spec_fields > IMAGE_FORMATS[fs].fields:
+                raise ValueError(f"a spectrum of {spec_fields} fields cannot filter a "
+                                 f"{fs} texture of {IMAGE_FORMATS[fs].fields}")
+            items.append((s, d, fs, fd or out_format(fs), layers))
         # New textures only once every argument is known good.
-        return [(s, d if d is not None else self._new_texture(out_format(fs)), fs,
-                 fd or out_format(fs)) for s, d, fs, fd in pairs], many
+        items = [(s, d if d is not None else self._new_texture(fd, layers), fs, fd, layers)
+                 for s, d, fs, fd, layers in items]
+        groups, lists = [], {}
+        for s, d, fs, fd, layers in items:
+            if layers:
+                groups.append(([s], [d], fs, fd, layers, "array"))
+            elif not many:
+                groups.append(([s], [d], fs, fd, 0, ""))
+            else:
+                lists.setdefault((fs, fd), []).append((s, d))
+        for (fs, fd), pairs in lists.items():
+            k = self._list_size(fs, fd)
+            for lo in range(0, len(pairs), k):
+                chunk = pairs[lo:lo + k]
+                groups.append(([p[0] for p in chunk], [p[1] for p in chunk], fs, fd,
+                               len(chunk), "list"))
+        return groups, [it[1] for it in items], many
+
+    @staticmethod
+    def _images(texs, kind):
+        """The resource a plan binds for a group's textures: one image, or a list."""
+        return [GLImage(t) for t in texs] if kind == "list" else GLImage(texs[0])
 
     # -- calls ------------------------------------------------------------------------------
 
@@ -188,18 +245,19 @@ class TextureFFT:
 
     def _transform(self, inverse: bool, src, dst):
         # A real field's spectrum is complex; the inverse may keep real parts (an r32f dst).
-        pairs, many = self._pairs(src, dst, lambda fs: IMAGE_FORMATS[fs].spectrum,
-                                  real_out=inverse)
-        objs = tuple(o for s, d, _, _ in pairs for o in (s, d))
+        groups, dsts, many = self._groups(src, dst, lambda fs: IMAGE_FORMATS[fs].spectrum,
+                                          real_out=inverse, inverse=inverse)
+        objs = tuple(o for ss, ds, *_ in groups for o in ss + ds)
 
         def build():
             out = []
-            for s, d, fs, fd in pairs:
-                plan = self._plan(inverse, self.norm, IMAGE_FORMATS[fs].fields, fs, fd)
-                out += plan.flat_dispatches({"in": GLImage(s), "out": GLImage(d)})
+            for ss, ds, fs, fd, layers, kind in groups:
+                plan = self._plan(inverse, self.norm, IMAGE_FORMATS[fs].fields, fs, fd,
+                                  layers=layers, kind=kind)
+                out += plan.flat_dispatches({"in": self._images(ss, kind),
+                                             "out": self._images(ds, kind)})
             return out
         self._run(("t", inverse), objs, build)
-        dsts = [d for _, d, _, _ in pairs]
         return dsts if many else dsts[0]
 
     def forward(self, src, dst=None):
@@ -227,7 +285,7 @@ class TextureFFT:
             return self._spectrum(kernel, frequency)
 
     def _spectrum(self, kernel, frequency: bool) -> Spectrum:
-        if isinstance(kernel, moderngl.Texture):
+        if isinstance(kernel, (moderngl.Texture, moderngl.TextureArray)):
             if frequency:
                 raise TypeError("frequency=True takes a numpy array, not a texture")
             return self._spectrum_of_texture(kernel)
@@ -258,6 +316,8 @@ class TextureFFT:
             tex.release()
 
     def _spectrum_of_texture(self, tex) -> Spectrum:
+        if isinstance(tex, moderngl.TextureArray):
+            raise TypeError("kernel must be one moderngl.Texture, not a TextureArray")
         fmt = self._format(tex, "kernel")
         fields = IMAGE_FORMATS[fmt].fields
         buf = self.device.buffer(self.size * 8 * fields)
@@ -276,25 +336,23 @@ class TextureFFT:
     def _convolve(self, src, spectrum: Spectrum, dst):
         if not isinstance(spectrum, Spectrum) or spectrum.owner is not self:
             raise TypeError("spectrum must come from this TextureFFT's spectrum()")
-        pairs, many = self._pairs(src, dst, lambda fs: fs, real_out=True)
-        for s, d, fs, fd in pairs:
-            if spectrum.fields > IMAGE_FORMATS[fs].fields:
-                raise ValueError(f"a spectrum of {spectrum.fields} fields cannot filter a "
-                                 f"{fs} texture of {IMAGE_FORMATS[fs].fields}")
-        objs = tuple(o for s, d, _, _ in pairs for o in (s, d)) + (spectrum,)
+        groups, dsts, many = self._groups(src, dst, lambda fs: fs, real_out=True, inverse=False,
+                                          spec_fields=spectrum.fields)
+        objs = tuple(o for ss, ds, *_ in groups for o in ss + ds) + (spectrum,)
 
         def build():
             out = []
-            for s, d, fs, fd in pairs:
+            for ss, ds, fs, fd, layers, kind in groups:
                 fields = IMAGE_FORMATS[fs].fields
-                mid = self._mid_buffer(fields)
-                fwd = self._plan(False, "backward", fields, fs, None, spectrum.fields)
-                inv = self._plan(True, "backward", fields, None, fd)
-                out += fwd.flat_dispatches({"in": GLImage(s), "out": mid, "spec": spectrum.buffer})
-                out += inv.flat_dispatches({"in": mid, "out": GLImage(d)})
+                mid = self._mid_buffer(fields, max(layers, 1))
+                fwd = self._plan(False, "backward", fields, fs, None, spectrum.fields,
+                                 layers, kind)
+                inv = self._plan(True, "backward", fields, None, fd, 0, layers, kind)
+                out += fwd.flat_dispatches({"in": self._images(ss, kind), "out": mid,
+                                            "spec": spectrum.buffer})
+                out += inv.flat_dispatches({"in": mid, "out": self._images(ds, kind)})
             return out
         self._run(("c",), objs, build)
-        dsts = [d for _, d, _, _ in pairs]
         return dsts if many else dsts[0]
 
     def plans(self) -> list[TransformPlan]:

@@ -117,9 +117,11 @@ class TransformPlan:
             buffers = [None if fmt_in else src, None if fmt_out else dst, self._tables]
             if "spec" in res and i == last:
                 buffers.append(res["spec"])
-            images = (src if fmt_in else None, dst if fmt_out else None) if fmt_in or fmt_out else ()
+            # An image resource is one image or a list of them (Storage.lists), one per unit.
+            ins, outs = ([] if not fmt else list(r) if isinstance(r, (list, tuple)) else [r]
+                         for r, fmt in ((src, fmt_in), (dst, fmt_out)))
             out.append([Dispatch(program, (gx, gy, 1), np.array(p.push(units, base), np.uint32),
-                                 tuple(buffers), images)
+                                 tuple(buffers), tuple(ins + outs), len(ins))
                         for base, gx, gy in self._grids[i]])
         return out
 

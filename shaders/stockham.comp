@@ -118,10 +118,76 @@ layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 // IN_IMAGE / OUT_IMAGE (an image format: r32f, rg32f, rgba32f): the pass reads / writes an
 // image2D instead, element e at texel (e % IMG_WIDTH, e / IMG_WIDTH), so a texture is
 // transformed where it lives; r32f holds real parts (imaginary parts read as zero).
+// IN_ARRAY / OUT_ARRAY: an image2DArray of layers of IMG_HEIGHT rows, element e in layer
+// e / (IMG_WIDTH IMG_HEIGHT); IN_LIST / OUT_LIST = L: L image2Ds of IMG_HEIGHT rows, one per
+// layer (input units 0..L-1, output units OUT_UNIT0..), so every layer runs in one dispatch.
+#if defined(IN_LIST) && IN_LIST > 8 || defined(OUT_LIST) && OUT_LIST > 8
+#error "at most 8 images per list"
+#endif
+#ifdef IMG_HEIGHT
+#define IMG_LAYER(e) ((e) / (IMG_WIDTH * IMG_HEIGHT))
+#define IMG_XY(e) ivec2((e) % IMG_WIDTH, (e) / IMG_WIDTH % IMG_HEIGHT)
+#endif
+#define IMG_DECL(q, f, u, name) layout(f, binding = u) uniform restrict q image2D name;
 #ifdef IN_IMAGE
-layout(IN_IMAGE, binding = 0) uniform restrict readonly image2D src_img;
+#if defined(IN_ARRAY)
+layout(IN_IMAGE, binding = 0) uniform restrict readonly image2DArray src_img;
+vec4 src_texel(uint e) { return imageLoad(src_img, ivec3(IMG_XY(e), IMG_LAYER(e))); }
+#elif defined(IN_LIST)
+IMG_DECL(readonly, IN_IMAGE, 0, src_img0)
+#if IN_LIST > 1
+IMG_DECL(readonly, IN_IMAGE, 1, src_img1)
+#endif
+#if IN_LIST > 2
+IMG_DECL(readonly, IN_IMAGE, 2, src_img2)
+#endif
+#if IN_LIST > 3
+IMG_DECL(readonly, IN_IMAGE, 3, src_img3)
+#endif
+#if IN_LIST > 4
+IMG_DECL(readonly, IN_IMAGE, 4, src_img4)
+#endif
+#if IN_LIST > 5
+IMG_DECL(readonly, IN_IMAGE, 5, src_img5)
+#endif
+#if IN_LIST > 6
+IMG_DECL(readonly, IN_IMAGE, 6, src_img6)
+#endif
+#if IN_LIST > 7
+IMG_DECL(readonly, IN_IMAGE, 7, src_img7)
+#endif
+vec4 src_texel(uint e) {
+    uint l = IMG_LAYER(e);
+    ivec2 p = IMG_XY(e);
+#if IN_LIST > 1
+    if (l == 1u) return imageLoad(src_img1, p);
+#endif
+#if IN_LIST > 2
+    if (l == 2u) return imageLoad(src_img2, p);
+#endif
+#if IN_LIST > 3
+    if (l == 3u) return imageLoad(src_img3, p);
+#endif
+#if IN_LIST > 4
+    if (l == 4u) return imageLoad(src_img4, p);
+#endif
+#if IN_LIST > 5
+    if (l == 5u) return imageLoad(src_img5, p);
+#endif
+#if IN_LIST > 6
+    if (l == 6u) return imageLoad(src_img6, p);
+#endif
+#if IN_LIST > 7
+    if (l == 7u) return imageLoad(src_img7, p);
+#endif
+    return imageLoad(src_img0, p);
+}
+#else
+IMG_DECL(readonly, IN_IMAGE, 0, src_img)
+vec4 src_texel(uint e) { return imageLoad(src_img, ivec2(e % IMG_WIDTH, e / IMG_WIDTH)); }
+#endif
 CPLX src_at(uint e) {
-    vec4 t = imageLoad(src_img, ivec2(e % IMG_WIDTH, e / IMG_WIDTH));
+    vec4 t = src_texel(e);
 #if FIELDS == 2
     return t;
 #elif IN_COMPONENTS == 1
@@ -136,14 +202,68 @@ layout(std430, binding = 0) restrict readonly buffer Src { CPLX src[]; };
 #define SRC(e) src[e]
 #endif
 #ifdef OUT_IMAGE
-layout(OUT_IMAGE, binding = 1) uniform restrict writeonly image2D dst_img;
+#if defined(OUT_ARRAY)
+layout(OUT_IMAGE, binding = OUT_UNIT0) uniform restrict writeonly image2DArray dst_img;
+void dst_texel(uint e, vec4 t) { imageStore(dst_img, ivec3(IMG_XY(e), IMG_LAYER(e)), t); }
+#elif defined(OUT_LIST)
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT0, dst_img0)
+#if OUT_LIST > 1
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT1, dst_img1)
+#endif
+#if OUT_LIST > 2
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT2, dst_img2)
+#endif
+#if OUT_LIST > 3
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT3, dst_img3)
+#endif
+#if OUT_LIST > 4
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT4, dst_img4)
+#endif
+#if OUT_LIST > 5
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT5, dst_img5)
+#endif
+#if OUT_LIST > 6
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT6, dst_img6)
+#endif
+#if OUT_LIST > 7
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT7, dst_img7)
+#endif
+void dst_texel(uint e, vec4 t) {
+    uint l = IMG_LAYER(e);
+    ivec2 p = IMG_XY(e);
+    if (l == 0u) imageStore(dst_img0, p, t);
+#if OUT_LIST > 1
+    else if (l == 1u) imageStore(dst_img1, p, t);
+#endif
+#if OUT_LIST > 2
+    else if (l == 2u) imageStore(dst_img2, p, t);
+#endif
+#if OUT_LIST > 3
+    else if (l == 3u) imageStore(dst_img3, p, t);
+#endif
+#if OUT_LIST > 4
+    else if (l == 4u) imageStore(dst_img4, p, t);
+#endif
+#if OUT_LIST > 5
+    else if (l == 5u) imageStore(dst_img5, p, t);
+#endif
+#if OUT_LIST > 6
+    else if (l == 6u) imageStore(dst_img6, p, t);
+#endif
+#if OUT_LIST > 7
+    else if (l == 7u) imageStore(dst_img7, p, t);
+#endif
+}
+#else
+IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT0, dst_img)
+void dst_texel(uint e, vec4 t) { imageStore(dst_img, ivec2(e % IMG_WIDTH, e / IMG_WIDTH), t); }
+#endif
 void dst_put(uint e, CPLX x) {
 #if FIELDS == 2
-    vec4 t = x;
+    dst_texel(e, x);
 #else
-    vec4 t = vec4(x, 0.0, 0.0);
+    dst_texel(e, vec4(x, 0.0, 0.0));
 #endif
-    imageStore(dst_img, ivec2(e % IMG_WIDTH, e / IMG_WIDTH), t);
 }
 #else
 layout(std430, binding = 1) restrict writeonly buffer Dst { CPLX dst[]; };
@@ -333,7 +453,11 @@ void store(uint line, uint k, CPLX x) {
 #endif
         uint e = OUT_ADDR(a, k);
 #ifdef MUL_SPEC
+#ifdef SPEC_SIZE
+        x = cmul(x, spec[e % SPEC_SIZE]);  // one spectrum for every layer
+#else
         x = cmul(x, spec[e]);
+#endif
 #endif
         dst_put(e, x * SCALE);
     }

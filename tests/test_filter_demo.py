@@ -291,3 +291,24 @@ def test_window_under_xvfb(tmp_path):
     assert "4 frames" in r.stdout
     shot = _png(tmp_path / "window.png")
     assert shot.shape == (320, 640, 3) and shot[:, :320].std() > 20
+
+
+def test_caption_is_drawn_only_when_its_text_changes(ctx):
+    """The caption (Pillow text and a texture upload, more than the filter costs) is redrawn at
+    most twice a second of the wall clock, and only when its text changed."""
+    shape = (64, 96)
+    demo = app.Demo(ctx, shape, [("test pattern", images.test_pattern(shape))],
+                    app.Controls("blur", shape))
+    fbo = ctx.simple_framebuffer((192, 64), components=4)
+    drawn, text = [], ["a"]
+    demo.caption_lines = lambda: list(text)
+    set_caption = demo.renderer.set_caption
+    demo.renderer.set_caption = lambda lines, font: drawn.append(lines) or set_caption(lines, font)
+    for now in (0.0, 0.1, 0.2, 1.0, 2.0):  # the text stays: drawn once
+        demo.frame(fbo, None, 1 / 60, now)
+    text[0] = "b"
+    demo.frame(fbo, None, 1 / 60, 2.2)  # changed, but within half a second of the last look
+    assert drawn == [["a"]]
+    demo.frame(fbo, None, 1 / 60, 2.6)
+    assert drawn == [["a"], ["b"]]
+    demo.renderer.release()

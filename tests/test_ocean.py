@@ -423,3 +423,49 @@ def test_window_runs_under_xvfb():
                   prefix)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "window closed after 5 frames" in r.stdout
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_gpu_fields_batched_equal_per_texture(ctx, half):
+    """All cascades' fields in one call of one set of passes (a TextureArray, the layer a grid
+    dimension) give the fields that one call per texture gave before, within float32 rounding
+    (same seed and time): the picture does not change."""
+    from demos.ocean.gpu import OceanGPU
+    params = OceanParams(size=128, patch_sizes=(300.0, 90.0, 40.0, 11.0), choppiness=1.3)
+    sim = OceanGPU(ctx, Ocean(params), half=half)
+    layers = sim.all_field_textures()
+    assert len(layers) == 8 and sim.array.layers == 8
+    sim.build_spectra(2.5)
+    spectra = [sim.read_texture(t) for t in layers]
+    sim.inverse_fft()
+    sub = next(reversed(sim.fft._recorded._entries.values()))[1]
+    assert len(sub._calls) == 2  # 8 textures, 16 fields: two passes in all
+    batched = np.stack([sim.read_texture(t).astype(np.float64) for t in layers])
+    dtype = "f2" if half else "f4"
+    alone = []
+    for spectrum in spectra:  # the earlier way: each texture its own call and dispatches
+        tex = ctx.texture((128, 128), 4, spectrum.astype(np.float16 if half else np.float32)
+                          .tobytes(), dtype=dtype)
+        sim.fft.inverse(tex, tex)
+        alone.append(sim.read_texture(tex).astype(np.float64))
+        tex.release()
+    a, b = batched, np.stack(alone)
+    scale = np.abs(b).max(axis=(1, 2, 3), keepdims=True)
+    eps = 2.0 ** -10 if half else 2.0 ** -23  # one rounding of the stored values
+    assert np.all(np.abs(a - b) <= 2 * eps * scale), np.abs(a - b).max()
+    assert scale.min() > 0 and not np.array_equal(a[0], a[1])  # fields, all different
+    sim.release()
+
+
+def test_bench_times_every_stage_of_a_frame(ctx):
+    """`--bench`'s per-stage times: the six stages of a frame, each timed, in frame order."""
+    from demos.ocean.__main__ import OceanApp, offscreen
+    from demos.ocean.bench import StageTimes
+    app = OceanApp(ctx, OceanParams(size=64, patch_sizes=(300.0, 40.0)), width=320)
+    offscreen(ctx, (320, 180)).use()
+    app.sim.stage = stages = StageTimes(ctx)
+    for _ in range(2):
+        app.frame(1 / 60, 16 / 9)
+    assert list(stages.ms) == ["spectrum", "FFT", "foam", "sky", "ocean", "buoy"]
+    assert all(v > 0 for v in stages.ms.values()), stages.ms
+    app.release()

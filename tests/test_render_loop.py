@@ -178,3 +178,23 @@ def test_gl_buffers_stay_on_the_device_after_a_read_back():
     assert_accurate(first, np.fft.fft2(x.astype(np.complex128)), x.size)
     with dev.current():
         assert dev.ctx.error == "GL_NO_ERROR"
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_gl_host_calls_through_staging(monkeypatch, mapped):
+    """numpy in, numpy out through staging buffers the host maps once (GL 4.5: llvmpipe, NVIDIA)
+    or, on older GL, through glBufferSubData / glGetBufferSubData: each of several calls in a
+    row gets its own input's transform (a call that read the staging memory before the last
+    call's copies finished would give the other's)."""
+    from pyfftgl.backends.gl import GLDevice
+    dev = get_device("gl")
+    with dev.current():
+        assert (dev._staging(16, read=True)[1] is not None) == (dev.ctx.version_code >= 450)
+    if not mapped:
+        monkeypatch.setattr(GLDevice, "_staging", lambda self, n, read: (
+            self.ctx.buffer(reserve=max(4, n), dynamic=True), None))
+    shape = (64, 40) if mapped else (64, 56)  # a plan of its own, recorded with this staging
+    xs = [random_complex(shape, seed=20 + i) for i in range(3)]
+    outs = [pyfftgl.fft2(x, backend="gl") for x in xs]
+    for x, got in zip(xs, outs):
+        assert_accurate(got, np.fft.fft2(x.astype(np.complex128)), x.size)

@@ -117,6 +117,10 @@ def run_bench(shapes, iters, json_path=None, half=False):
     print(f"GL: {result['gl_renderer']} ({how})" + (", rgba16f textures" if half else ""))
     print(f"{'W x H':>11} {'GL frame':>10} {'GL loop':>10} {'GL wall':>10} {'torch frame':>12} "
           f"{'torch loop':>11} {'err':>9}")
+    # Every shape warmed up before any is timed: the first shape timed cold ran 1.7x slower
+    # than the same shape later (GPU clocks, first-use costs).
+    for shape in shapes:
+        gl_filter(ctx, shape, 3, software, half)
     for shape in shapes:
         row, picture, filt = gl_filter(ctx, shape, iters, software, half)
         torch_row = torch_filter(picture, filt, iters) or {}

@@ -93,7 +93,9 @@ def parse_args(argv=None):
                          "(half-float) textures instead of rgba32f: half their memory and "
                          "bandwidth; the FFT still computes in float32 (also with --bench)")
     ap.add_argument("--bench", action="store_true",
-                    help="time the FFTs and whole frames (docs/ocean-demo.md)")
+                    help="time the FFTs, whole frames and each stage of a frame "
+                         "(docs/ocean-demo.md)")
+    ap.add_argument("--json", default=None, help="--bench: also write the numbers to this file")
     return ap.parse_args(argv)
 
 

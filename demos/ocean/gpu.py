@@ -4,6 +4,7 @@ Nothing is read back per frame; `read_fields` exists for tests.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 
@@ -34,8 +35,19 @@ def shader_source(name: str, defines: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+class FieldLayer:
+    """Layer `index` of the fields' TextureArray (cascade c's texture j is layer 2 c + j), where
+    tests and tools name one texture of a cascade (OceanGPU.read_texture)."""
+
+    def __init__(self, array, index: int):
+        self.array, self.index = array, index
+        self.dtype, self.components = array.dtype, array.components
+
+
 class OceanGPU:
-    """Per cascade: h0 and w(k) textures (static), two field textures, one foam texture.
+    """Per cascade: h0 and w(k) textures (static), two layers of the fields' TextureArray (the
+    FFT's data, all transformed in one set of passes: measured faster than a list of textures,
+    which picks an image per texel), one foam texture.
     half: the field textures (the FFT's data: spectra in, fields out) are rgba16f instead of
     rgba32f, half their memory and bandwidth; the FFT still computes in float32."""
 
@@ -51,13 +63,17 @@ class OceanGPU:
         self.spectrum_cs = ctx.compute_shader(self.spectrum_source)
         self.foam_cs = ctx.compute_shader(shader_source("foam.comp"))
         self.foam_decay, self.foam_bias, self.foam_gain = foam_decay, foam_bias, foam_gain
-        self.fields = []   # per cascade [tex0, tex1]
+        self.array = None  # the fields: layers 2c, 2c + 1 = cascade c's two packed textures
+        self.fields = []   # per cascade [FieldLayer 2c, FieldLayer 2c + 1]
         self.foam = []
         self._static = []
         self.set_ocean(ocean)
         # Two time queries used alternately: reading last frame's does not stall on this frame's.
         self.timers = [ctx.query(time=True), ctx.query(time=True)]
         self.frame = 0
+        # stage(name) wraps each stage of a frame ("spectrum", "FFT", "foam"; the renderer's
+        # "sky", "ocean", "buoy"): nothing by default, a timer under `--bench` (bench.StageTimes).
+        self.stage = lambda name: contextlib.nullcontext()
 
     def set_ocean(self, ocean: Ocean):
         """Upload h0 and w(k) of a (new) sea state; textures are reused when the shape allows."""
@@ -65,11 +81,16 @@ class OceanGPU:
         n = self.size
         if ocean.params.size != n:
             raise ValueError("the FFT size is fixed for the life of an OceanGPU")
-        while len(self.fields) < len(ocean.cascades):
-            pair = [self._texture(4, mip=True, dtype=self.field_dtype) for _ in range(2)]
+        layers = 2 * len(ocean.cascades)
+        if self.array is None or self.array.layers != layers:  # spectra are remade every frame
+            if self.array is not None:
+                self.array.release()
+            self.array = self._texture(4, mip=True, dtype=self.field_dtype, layers=layers)
+            self.fields = [[FieldLayer(self.array, 2 * c + j) for j in range(2)]
+                           for c in range(len(ocean.cascades))]
+        while len(self.foam) < len(ocean.cascades):
             foam = self._texture(1, mip=True)
             foam.write(np.zeros((n, n), np.float32).tobytes())
-            self.fields.append(pair)
             self.foam.append(foam)
         for t in self._static:
             t.release()
@@ -82,9 +103,10 @@ class OceanGPU:
                 t.filter = (moderngl.NEAREST, moderngl.NEAREST)
             self._static.append((h0_tex, w_tex))
 
-    def _texture(self, components, mip, dtype="f4"):
+    def _texture(self, components, mip, dtype="f4", layers=0):
         n = self.size
-        t = self.ctx.texture((n, n), components, dtype=dtype)
+        t = (self.ctx.texture_array((n, n, layers), components, dtype=dtype) if layers else
+             self.ctx.texture((n, n), components, dtype=dtype))
         t.repeat_x = t.repeat_y = True
         if mip:
             t.build_mipmaps()
@@ -105,23 +127,22 @@ class OceanGPU:
         cs["time"] = float(t)
         cs["choppiness"] = float(self.ocean.choppiness)
         groups = (self.size + GROUP - 1) // GROUP
-        for c, (h0_tex, w_tex), (out0, out1) in zip(self.ocean.cascades, self._static, self.fields):
+        self.array.bind_to_image(0, read=False, write=True)
+        for i, (c, (h0_tex, w_tex)) in enumerate(zip(self.ocean.cascades, self._static)):
             cs["patch_size"] = float(c.patch)
+            cs["layer0"] = 2 * i
             h0_tex.use(0)
             w_tex.use(1)
-            out0.bind_to_image(0, read=False, write=True)
-            out1.bind_to_image(1, read=False, write=True)
             cs.run(groups, groups)
         self.ctx.memory_barrier()
 
     def inverse_fft(self, timed=False):
-        """Every field of every cascade through one pyfftgl call, in place."""
-        textures = self.all_field_textures()
+        """Every field of every cascade through one pyfftgl call, in place (one set of passes)."""
         if timed:
             with self.timers[self.frame % 2]:
-                self.fft.inverse(textures, textures)
+                self.fft.inverse(self.array, self.array)
         else:
-            self.fft.inverse(textures, textures)
+            self.fft.inverse(self.array, self.array)
 
     def update_foam(self, dt: float):
         cs = self.foam_cs
@@ -131,20 +152,23 @@ class OceanGPU:
         cs["gain"] = float(self.foam_gain)
         cs["dt"] = float(dt)
         groups = (self.size + GROUP - 1) // GROUP
-        for (tex0, tex1), foam in zip(self.fields[:self.cascades], self.foam):
-            tex0.use(0)
-            tex1.use(1)
+        self.array.use(0)
+        for i, foam in enumerate(self.foam[:self.cascades]):
+            cs["layer0"] = 2 * i
             foam.bind_to_image(0, read=True, write=True)
             cs.run(groups, groups)
         self.ctx.memory_barrier()
 
     def step(self, t: float, dt: float, timed=False):
         """One frame: spectra, inverse FFTs, foam, then mip chains for distant reads."""
-        self.build_spectra(t)
-        self.inverse_fft(timed)
-        self.update_foam(dt)
-        for tex in self.all_field_textures() + self.foam[:self.cascades]:
-            tex.build_mipmaps()
+        with self.stage("spectrum"):
+            self.build_spectra(t)
+        with self.stage("FFT"):
+            self.inverse_fft(timed)
+        with self.stage("foam"):  # with the mip chains
+            self.update_foam(dt)
+            for tex in [self.array] + self.foam[:self.cascades]:
+                tex.build_mipmaps()
         self.frame += 1
 
     def fft_time_ms(self):
@@ -155,9 +179,14 @@ class OceanGPU:
 
     # ---- tests and tools only: these read the GPU back ----
     def read_texture(self, tex, components=4):
-        """(N, N, components) float32 (float16 values from a half-float texture)."""
+        """(N, N, components) float32 (float16 values from a half-float texture) of a texture
+        or a FieldLayer."""
         n = self.size
-        a = np.frombuffer(tex.read(), np.dtype(tex.dtype)).reshape(n, n, components)
+        if isinstance(tex, FieldLayer):
+            a = np.frombuffer(tex.array.read(), np.dtype(tex.dtype))
+            a = a.reshape(tex.array.layers, n, n, components)[tex.index]
+        else:
+            a = np.frombuffer(tex.read(), np.dtype(tex.dtype)).reshape(n, n, components)
         return a.astype(np.float32, copy=False)
 
     def read_fields(self, cascade: int):
@@ -167,7 +196,7 @@ class OceanGPU:
 
     def release(self):
         self.fft.close()
-        for t in self.all_field_textures() + self.foam:
+        for t in [self.array] + self.foam:
             t.release()
         for pair in self._static:
             for t in pair:

@@ -157,25 +157,33 @@ class OceanRenderer:
 
     def draw(self, camera: Camera, aspect: float, buoy=None):
         """buoy: (position (3,), unit normal (3,)) from the host height query, or None."""
-        ctx = self.ctx
+        stage = self.sim.stage
         vp = camera.view_proj(aspect)
-        ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
+        with stage("sky"):
+            self._draw_sky(vp, camera)
+        with stage("ocean"):
+            self._draw_ocean(vp, camera)
+        if buoy is not None:
+            with stage("buoy"):
+                self._draw_buoy(vp, buoy)
+
+    def _draw_sky(self, vp, camera):
+        self.ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
         self.sky_prog["inv_view_proj"].write(gl_matrix(np.linalg.inv(vp)))
         self._set(self.sky_prog, "cam_pos", tuple(camera.position))
         self._set(self.sky_prog, "sun_dir", tuple(self.sun_dir))
         self.sky_vao.render(moderngl.TRIANGLES, vertices=3)
 
+    def _draw_ocean(self, vp, camera):
+        ctx = self.ctx
         ctx.enable(moderngl.DEPTH_TEST)
         p = self.ocean_prog
         self._ocean_uniforms()
         n = self.sim.cascades
+        self.sim.array.use(0)
         for c in range(n):
-            tex0, tex1 = self.sim.fields[c]
-            tex0.use(c)
-            tex1.use(4 + c)
             self.sim.foam[c].use(8 + c)
-        self._set(p, "fields0", [c if c < n else 0 for c in range(4)])
-        self._set(p, "fields1", [4 + c if c < n else 4 for c in range(4)])
+        self._set(p, "fields", 0)
         self._set(p, "foam_tex", [8 + c if c < n else 8 for c in range(4)])
         snap = 1.0
         center = np.round(camera.position[[0, 2]] / snap) * snap
@@ -187,15 +195,15 @@ class OceanRenderer:
         self.grid_vao.render(moderngl.TRIANGLES)
         ctx.wireframe = False
 
-        if buoy is not None:
-            pos, normal = buoy
-            model = np.eye(4)
-            model[:3, :3] = orientation(normal)
-            model[:3, 3] = pos
-            self.buoy_prog["view_proj"].write(gl_matrix(vp))
-            self.buoy_prog["model"].write(gl_matrix(model))
-            self._set(self.buoy_prog, "sun_dir", tuple(self.sun_dir))
-            self.buoy_vao.render(moderngl.TRIANGLES)
+    def _draw_buoy(self, vp, buoy):
+        pos, normal = buoy
+        model = np.eye(4)
+        model[:3, :3] = orientation(normal)
+        model[:3, 3] = pos
+        self.buoy_prog["view_proj"].write(gl_matrix(vp))
+        self.buoy_prog["model"].write(gl_matrix(model))
+        self._set(self.buoy_prog, "sun_dir", tuple(self.sun_dir))
+        self.buoy_vao.render(moderngl.TRIANGLES)
 
     def release(self):
         for o in (self.sky_vao, self.sky_prog, self.grid_vao, self.grid_vbo, self.grid_ibo,

@@ -10,8 +10,8 @@ ordering calls across contexts (_Current); code that uses `device.ctx` directly 
 `with device.current():`. A caller's context is made current for a call where it is an EGL
 context current on no other thread; where it is current on the calling thread it is used as is.
 GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL
-state a submission changes: SSBO bindings 0-3 and image units 0-1 of the kernels it runs, the bound
-compute program, and a memory barrier (all bits) between its dispatches and after the last.
+state a submission changes: SSBO bindings 0-3 and image units 0-1 (0-7 for lists of textures) of
+the kernels it runs, the bound compute program, and a memory barrier (all bits) between its dispatches and after the last.
 
 Two things outside this module's objects: importing it installs a process-wide audit hook
 (_glcontext._fence_before_new_threads), and a device stores itself on its ModernGL context as
@@ -74,7 +74,8 @@ class GLImage(Image):
             raise TypeError(f"a texture of {texture.components} component(s) of dtype "
                             f"{texture.dtype!r} is not one of {', '.join(IMAGE_FORMATS)}")
         self.texture = texture
-        self.width, self.height = texture.size
+        self.width, self.height = texture.size[:2]
+        self.layers = texture.size[2] if len(texture.size) == 3 else 1  # a TextureArray's
         self.format, self.components = fmt, texture.components
 
 
@@ -101,13 +102,16 @@ class GLSubmission(Submission):
         # apart once here: every call issues each dispatch from Python again, and ModernGL is
         # slow to set uniforms from numpy values.
         self._calls = [(d.program, [(i, b.buf) for i, b in enumerate(d.buffers) if b is not None],
-                        [(i, m.texture) for i, m in enumerate(d.images) if m is not None],
+                        [(i, m.texture, i < d.image_reads) for i, m in enumerate(d.images)],
                         [(i, u, int(d.push[i])) for i, u in d.program.uniforms if u is not None],
                         tuple(d.groups)) for d in dispatches]
-        self._uploads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
-                         for b in uploads]
-        self._downloads = [(b, device.ctx.buffer(reserve=max(4, b.nbytes), dynamic=True))
-                           for b in downloads]
+        # Staging buffers the host maps once for good (persistent, coherent) where GL 4.4's
+        # buffer storage exists: the host copies straight into and out of them, where
+        # glBufferSubData / glGetBufferSubData added a driver-side copy each way and a second
+        # wait. (buffer, staging, mapped bytes or None)
+        self._uploads = [(b, *device._staging(b.nbytes, read=False)) for b in uploads]
+        self._downloads = [(b, *device._staging(b.nbytes, read=True)) for b in downloads]
+        self._fence = None  # after the last run's download copies: the host waits on it to read
 
     def _dispatch_all(self):
         ctx = self._device.ctx
@@ -116,8 +120,8 @@ class GLSubmission(Submission):
                 ctx.memory_barrier()
             for binding, buf in buffers:
                 buf.bind_to_storage_buffer(binding)
-            for unit, texture in images:
-                texture.bind_to_image(unit, read=unit == 0, write=unit != 0)
+            for unit, texture, read in images:
+                texture.bind_to_image(unit, read=read, write=not read)
             values = program.values
             for i, uniform, value in uniforms:
                 if values[i] != value:
@@ -128,15 +132,40 @@ class GLSubmission(Submission):
 
     def _run(self, inputs, timed, wait):
         with self._device.current() as ctx:
-            for (buf, staging), data in zip(self._uploads, inputs):
-                raw = np.ascontiguousarray(data).tobytes()
-                staging.write(raw)
-                ctx.copy_buffer(buf.buf, staging, size=len(raw))
+            if self._uploads:
+                self._wait_fence()  # the last run's upload copies read the staging memory
+            for (buf, staging, mapped), data in zip(self._uploads, inputs):
+                raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)  # no copy
+                if mapped is not None:
+                    mapped[:raw.size] = raw
+                else:
+                    staging.write(raw)
+                ctx.copy_buffer(buf.buf, staging, size=raw.size)
             try:
                 return self._timed_dispatch() if timed else self._dispatch_all()
             finally:
-                for buf, staging in self._downloads:
+                for buf, staging, _ in self._downloads:
                     ctx.copy_buffer(staging, buf.buf, size=buf.nbytes)
+                if self._downloads or self._uploads:
+                    self._set_fence()
+
+    def _set_fence(self):
+        fence_sync, _, delete, flush = self._device._sync_procs()
+        if self._fence is not None:
+            delete(self._fence)
+        self._fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
+        flush()
+
+    def _wait_fence(self):
+        """Wait for the last run's copies (GPU writes to a coherent mapping are visible once
+        its fence has signalled)."""
+        if self._fence is None:
+            return
+        client_wait = self._device._client_wait()
+        while client_wait(self._fence, 1, 1_000_000_000) not in (0x911A, 0x911C):  # signalled
+            pass
+        self._device._sync_procs()[2](self._fence)
+        self._fence = None
 
     def _timed_dispatch(self):
         ctx = self._device.ctx
@@ -156,9 +185,14 @@ class GLSubmission(Submission):
         return float(query.elapsed)
 
     def _result(self, i=0):
-        buf, staging = self._downloads[i]
+        buf, staging, mapped = self._downloads[i]
         with self._device.current():
-            out = np.frombuffer(staging.read(size=buf.nbytes), np.float32).copy()
+            out = np.empty(buf.nbytes // 4, np.float32)
+            if mapped is not None:
+                self._wait_fence()
+                out.view(np.uint8)[:] = mapped[:buf.nbytes]
+            else:
+                staging.read_into(out, size=buf.nbytes)
             self._device.check_errors("running a submission")
             return out
 
@@ -253,6 +287,8 @@ class GLDevice(Device):
             # doubles are core GLSL from GL 4.0 (GL_ARB_gpu_shader_fp64 before it)
             float64=ctx.version_code >= 400 or "GL_ARB_gpu_shader_fp64" in ctx.extensions,
         )
+        # Images one dispatch may bind (GL 4.3 promises 8): a TextureFFT list takes one per texture.
+        self.image_units = max(8, min(_gl_integer(0x91BD), _gl_integer(0x8F38)))
         # The library's own context: this thread's context of the share group, current here
         # until the thread ends; other threads get contexts of their own (_thread_context).
         self._local = threading.local()
@@ -393,13 +429,9 @@ class GLDevice(Device):
                 self.write(buf, data)
             return buf
 
-    def _storage_buffer(self, nbytes: int) -> GLBuffer:
-        """A buffer of immutable storage that the host can neither map nor write (flags 0): the
-        driver is told the data lives on the GPU, and every host transfer goes through a staging
-        copy, since NVIDIA's driver moves a buffer the host reads into system memory for good."""
-        total = self._memory_total()
-        if nbytes > total:  # NVIDIA's GL "allocates" any size and fails only when it is used
-            raise MemoryError(f"the device has {total} bytes")
+    def _storage_procs(self):
+        """(glCreateBuffers, glNamedBufferStorage, glDeleteBuffers,
+        glGetNamedBufferParameteri64v), or False before GL 4.5."""
         if self._buffer_storage is None:
             try:
                 self._buffer_storage = (
@@ -409,9 +441,18 @@ class GLDevice(Device):
                     gl_proc("glDeleteBuffers", None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)),
                     gl_proc("glGetNamedBufferParameteri64v", None, ctypes.c_uint32, ctypes.c_uint32,
                             ctypes.POINTER(ctypes.c_int64)))
-            except OSError:  # before GL 4.5: mutable storage, still never read or written in place
+            except OSError:
                 self._buffer_storage = False
-        if not self._buffer_storage:
+        return self._buffer_storage
+
+    def _storage_buffer(self, nbytes: int) -> GLBuffer:
+        """A buffer of immutable storage that the host can neither map nor write (flags 0): the
+        driver is told the data lives on the GPU, and every host transfer goes through a staging
+        copy, since NVIDIA's driver moves a buffer the host reads into system memory for good."""
+        total = self._memory_total()
+        if nbytes > total:  # NVIDIA's GL "allocates" any size and fails only when it is used
+            raise MemoryError(f"the device has {total} bytes")
+        if not self._storage_procs():  # before GL 4.5: mutable storage, never read in place
             try:
                 buf = self.ctx.buffer(reserve=nbytes)
             except Exception as e:  # ModernGL's Error: the driver's allocation failed
@@ -428,6 +469,43 @@ class GLDevice(Device):
             raise MemoryError(error)
         return GLBuffer(self.ctx.external_buffer(name.value, nbytes), nbytes,
                         self.deferred(lambda: delete(1, ctypes.byref(name)), nbytes=nbytes))
+
+    def _staging(self, nbytes: int, read: bool):
+        """(a staging buffer of `nbytes` the host reads (`read`) or writes, its persistent
+        coherent mapping as uint8 or None where GL lacks buffer storage)."""
+        nbytes = max(4, nbytes)
+        with self.current():
+            if self.ctx.version_code < 450:  # named buffer storage and mapping are GL 4.5's
+                return self.ctx.buffer(reserve=nbytes, dynamic=True), None
+            try:
+                map_range = gl_proc("glMapNamedBufferRange", ctypes.c_void_p, ctypes.c_uint32,
+                                    ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_uint32)
+            except OSError:
+                map_range = None
+            if map_range is None or not self._storage_procs():
+                return self.ctx.buffer(reserve=nbytes, dynamic=True), None
+            create, storage, delete, _ = self._buffer_storage
+            # MAP_READ or MAP_WRITE | PERSISTENT | COHERENT, and CLIENT_STORAGE: in host memory
+            flags = (0x1 if read else 0x2) | 0x40 | 0x80
+            name = ctypes.c_uint32(0)
+            create(1, ctypes.byref(name))
+            storage(name.value, nbytes, None, flags | 0x200)
+            ptr = map_range(name.value, 0, nbytes, flags)
+            if not ptr:
+                delete(1, ctypes.byref(name))
+                self.ctx.error  # noqa: B018  (read, and so cleared: the fallback serves)
+                return self.ctx.buffer(reserve=nbytes, dynamic=True), None
+            mapped = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
+            staging = self.ctx.external_buffer(name.value, nbytes)
+            weakref.finalize(staging, self.deferred(lambda: delete(1, ctypes.byref(name)),
+                                                    nbytes=nbytes)).atexit = False
+            return staging, mapped
+
+    def _client_wait(self):
+        if getattr(self, "_client_wait_proc", None) is None:
+            self._client_wait_proc = gl_proc("glClientWaitSync", ctypes.c_uint32, ctypes.c_void_p,
+                                             ctypes.c_uint32, ctypes.c_uint64)
+        return self._client_wait_proc
 
     def _memory_total(self) -> int:
         """The device's memory in bytes where the driver says (GL_NVX_gpu_memory_info), else a

@@ -63,16 +63,30 @@ class Storage:
     fields, transformed in the same dispatches). `images`: buffer names ("in", "out", "w0") that
     are images of this GLSL format instead, `width` texels wide. `spec_fields`: the last pass
     multiplies its output by a spectrum (binding 3) of 1 field applied to all, or one per field.
-    `precision`: 32 (complex64 data and tables) or 64 (complex128, computed in double)."""
+    `precision`: 32 (complex64 data and tables) or 64 (complex128, computed in double).
+    `layers`, `height`: the data is `layers` images of `height` rows (the batch of a plan of
+    shape (layers, height, width)); the images named in `arrays` are one image2DArray of them,
+    those in `lists` `layers` image2Ds bound at consecutive units, so that every layer runs in
+    the same dispatches. Other images (a plan's own "w0") are one texture `layers * height` tall."""
 
     fields: int = 1
     images: tuple[tuple[str, str], ...] = ()  # (buffer name, image format)
     width: int = 0
     spec_fields: int = 0
     precision: int = 32
+    layers: int = 1
+    height: int = 0
+    arrays: tuple[str, ...] = ()
+    lists: tuple[str, ...] = ()
 
     def image_format(self, name: str) -> str | None:
         return dict(self.images).get(name)
+
+    def image_units(self, name: str) -> int:
+        """The image units that buffer `name` takes (0: it is a buffer)."""
+        if not self.image_format(name):
+            return 0
+        return self.layers if name in self.lists else 1
 
     @property
     def dtype(self) -> np.dtype:
@@ -116,11 +130,23 @@ def _defines(p, offsets: dict, st: Storage, last: bool) -> dict:
         d["PRECISION"] = 64
         d["SCALE"] = float_literal(p.scale, double=True)
         d.update(odd_radix_tables(p.radices, double=True))
+    unit = 0  # the pass's input images take the first units, its output images the next
     for role, name in (("IN", p.src_buf), ("OUT", p.dst_buf)):
         fmt = st.image_format(name)
         if fmt:
             d[f"{role}_IMAGE"], d[f"{role}_COMPONENTS"] = fmt, IMAGE_FORMATS[fmt].components
             d["IMG_WIDTH"] = f"{st.width}u"
+            if name in st.arrays:
+                d[f"{role}_ARRAY"] = 1
+            elif name in st.lists:
+                d[f"{role}_LIST"] = st.layers
+            if name in st.arrays or name in st.lists:
+                d["IMG_HEIGHT"] = f"{st.height}u"
+            if role == "OUT":  # GLSL 4.30 takes only literals as bindings
+                d.update({f"OUT_UNIT{k}": unit + k for k in range(st.image_units(name))})
+            unit += st.image_units(name)
     if st.spec_fields and last:
         d["MUL_SPEC"], d["SPEC_FIELDS"] = 1, st.spec_fields
+        if st.layers > 1:  # one spectrum for every layer
+            d["SPEC_SIZE"] = f"{st.width * st.height}u"
     return d

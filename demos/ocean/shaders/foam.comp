@@ -4,8 +4,8 @@
 // place instead of ping-ponging two.
 layout(local_size_x = 16, local_size_y = 16) in;
 
-layout(binding = 0) uniform sampler2D fields0;    // (Dx, h, Dz, Dxz)
-layout(binding = 1) uniform sampler2D fields1;    // (sx, sz, Dxx, Dzz)
+layout(binding = 0) uniform sampler2DArray fields;  // layer0: (Dx, h, Dz, Dxz); +1: (sx, sz, Dxx, Dzz)
+uniform int layer0;
 layout(r32f, binding = 0) uniform image2D foam;
 
 uniform int size;
@@ -17,8 +17,8 @@ uniform float dt;
 void main() {
     ivec2 p = ivec2(gl_GlobalInvocationID.xy);
     if (p.x >= size || p.y >= size) return;
-    float dxz = texelFetch(fields0, p, 0).w;
-    vec2 d = texelFetch(fields1, p, 0).zw;
+    float dxz = texelFetch(fields, ivec3(p, layer0), 0).w;
+    vec2 d = texelFetch(fields, ivec3(p, layer0 + 1), 0).zw;
     float jac = (1.0 + d.x) * (1.0 + d.y) - dxz * dxz;
     float f = imageLoad(foam, p).r * pow(decay, dt) + gain * dt * max(bias - jac, 0.0);
     imageStore(foam, p, vec4(min(f, 4.0)));

@@ -12,8 +12,7 @@ uniform float fade_far[4];       // distance where a cascade's detail has faded 
 uniform float slope_variance[4]; // each cascade's mean square slope: faded detail becomes roughness
 uniform float foam_weight[4];
 uniform float wave_sigma;        // standard deviation of the height, metres
-uniform sampler2D fields0[4];
-uniform sampler2D fields1[4];
+uniform sampler2DArray fields;   // cascade c: layers 2c (Dx, h, Dz, Dxz), 2c + 1 (sx, sz, Dxx, Dzz)
 uniform sampler2D foam_tex[4];
 uniform bool wireframe;
 #include "sky.glsl"
@@ -31,11 +30,11 @@ void main() {
         // Small cascades fade with distance, which also hides their tiling.
         float w = c == 0 ? 1.0 : 1.0 - smoothstep(0.25 * fade_far[c], fade_far[c], dist);
         vec2 uv = v_xz * inv_patch[c] + 0.5 / size;
-        vec4 f1 = texture(fields1[c], uv);
+        vec4 f1 = texture(fields, vec3(uv, 2 * c + 1));
         s += w * f1.xy;
         dxx += w * f1.z;
         dzz += w * f1.w;
-        dxz += w * texture(fields0[c], uv).w;
+        dxz += w * texture(fields, vec3(uv, 2 * c)).w;
         foam += w * foam_weight[c] * texture(foam_tex[c], uv).r;
         lost += (1.0 - w) * slope_variance[c];
     }

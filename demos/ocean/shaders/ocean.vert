@@ -8,7 +8,7 @@ uniform float inv_patch[4];
 uniform float size;        // N
 uniform float angular_step;// the grid's angle between spokes, radians
 uniform float min_spacing; // the grid's spacing at its centre, metres
-uniform sampler2D fields0[4];
+uniform sampler2DArray fields;  // cascade c: layers 2c (Dx, h, Dz, Dxz), 2c + 1
 
 out vec2 v_xz;             // undisplaced point: where the fragment looks up slopes and foam
 out vec3 v_world;
@@ -22,7 +22,7 @@ void main() {
     for (int c = 0; c < 4; ++c) {
         if (c >= cascades) break;
         float lod = max(0.0, log2(spacing * size * inv_patch[c]));
-        d += textureLod(fields0[c], xz * inv_patch[c] + 0.5 / size, lod).xyz;
+        d += textureLod(fields, vec3(xz * inv_patch[c] + 0.5 / size, 2 * c), lod).xyz;
     }
     v_xz = xz;
     v_world = vec3(xz.x + d.x, d.y, xz.y + d.z);

@@ -8,8 +8,9 @@ layout(local_size_x = 16, local_size_y = 16) in;
 
 layout(binding = 0) uniform sampler2D h0_tex;     // (h0(k), conj(h0(-k))) as rgba
 layout(binding = 1) uniform sampler2D omega_tex;  // w(k), already quantised to the repeat time
-layout(FIELD_FORMAT, binding = 0) writeonly uniform image2D out0;  // (Dx + i h, Dz + i Dxz)
-layout(FIELD_FORMAT, binding = 1) writeonly uniform image2D out1;  // (sx + i sz, Dxx + i Dzz)
+// The fields' TextureArray: layer layer0 = (Dx + i h, Dz + i Dxz), layer0 + 1 = (sx + i sz, Dxx + i Dzz)
+layout(FIELD_FORMAT, binding = 0) writeonly uniform image2DArray fields;
+uniform int layer0;
 
 uniform int size;
 uniform float patch_size;
@@ -46,8 +47,8 @@ void main() {
     vec2 dxz = h * (-k.x * k.y * inv_k * choppiness);
 
     // A + iB for real fields A, B has spectrum A(k) + i B(k).
-    imageStore(out0, p, vec4(dx + times_i(h), dz + times_i(dxz)));
+    imageStore(fields, ivec3(p, layer0), vec4(dx + times_i(h), dz + times_i(dxz)));
     // sx + i sz written out: NVIDIA's GL compiler (580.159) got it wrong from the helper form.
     vec2 slopes = vec2(sx.x - sz.y, sx.y + sz.x);
-    imageStore(out1, p, vec4(slopes, dxx + times_i(dzz)));
+    imageStore(fields, ivec3(p, layer0 + 1), vec4(slopes, dxx + times_i(dzz)));
 }

@@ -1,0 +1,126 @@
+"""The render-loop numbers of issue 42 in one process, against torch.fft on the same GPU:
+TextureFFT.forward / convolve of one rgba32f image (two complex fields) against torch fft2 of the
+(2, h, w) complex64 fields; the ocean's inverse FFTs per frame (every cascade's 8 textures in one
+call) against torch's batched ifft2 of the same (4 cascades, n, n) fields; numpy-in, numpy-out
+fft2 / batched fft on GL and Vulkan (host transfers included) against torch (host to device and
+back). GL and torch calls are timed as K back-to-back calls ended by one finish (wall clock).
+
+    python tools/render_bench.py [--json out.json] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def torch_or_none():
+    try:
+        import torch
+        return torch if torch.cuda.is_available() else None
+    except ImportError:
+        return None
+
+
+def loop_ms(call, finish, k):
+    """ms per call of k back-to-back calls ended by one finish, best of 3 loops."""
+    call()
+    finish()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(k):
+            call()
+        finish()
+        best = min(best, (time.perf_counter() - t0) / k)
+    return best * 1e3
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--quick", action="store_true", help="small sizes, few calls (llvmpipe)")
+    args = ap.parse_args(argv)
+    import moderngl
+    import pyfftgl
+    import pyfftgl.gl
+    from demos.ocean.gpu import OceanGPU
+    from demos.ocean.physics import Ocean, OceanParams
+
+    torch = torch_or_none()
+    ctx = moderngl.create_standalone_context(require=430, backend="egl")
+    k = 3 if args.quick else 200
+    out = {"gl": ctx.info["GL_RENDERER"], "torch": torch.cuda.get_device_name() if torch else None,
+           "k": k, "texture": [], "ocean": [], "numpy": []}
+    tsync = torch.cuda.synchronize if torch else None
+    print(f"GL: {out['gl']}; torch: {out['torch']}; K = {k}; ms per call")
+
+    sizes = [(64, 96), (128, 128)] if args.quick else [(720, 1280), (1024, 1024), (1080, 1920),
+                                                       (2048, 2048)]
+    for h, w in sizes:
+        fft = pyfftgl.gl.TextureFFT(ctx, (h, w))
+        a = np.random.default_rng(0).standard_normal((h, w, 4)).astype(np.float32)
+        src = ctx.texture((w, h), 4, a.tobytes(), dtype="f4")
+        dst = ctx.texture((w, h), 4, dtype="f4")
+        kern = np.random.default_rng(1).standard_normal((h, w)).astype(np.float32)
+        spec = fft.spectrum(kern)
+        row = {"h": h, "w": w,
+               "forward_ms": loop_ms(lambda: fft.forward(src, dst), ctx.finish, k),
+               "convolve_ms": loop_ms(lambda: fft.convolve(src, spec, dst), ctx.finish, k)}
+        if torch:
+            x = torch.randn(2, h, w, dtype=torch.complex64, device="cuda")
+            kk = torch.fft.fft2(torch.randn(h, w, device="cuda"))
+            row["torch_fft2_ms"] = loop_ms(lambda: torch.fft.fft2(x), tsync, k)
+            row["torch_conv_ms"] = loop_ms(lambda: torch.fft.ifft2(torch.fft.fft2(x) * kk),
+                                           tsync, k)
+        out["texture"].append(row)
+        print("texture", row)
+        fft.close()
+        src.release()
+        dst.release()
+
+    patches = OceanParams().patch_sizes
+    for n in ([64] if args.quick else [512, 1024]):
+        for cascades in (1, 4):
+            sim = OceanGPU(ctx, Ocean(OceanParams(size=n, patch_sizes=patches[:cascades])))
+            sim.build_spectra(1.0)
+            row = {"n": n, "cascades": cascades,
+                   "ocean_fft_ms": loop_ms(sim.inverse_fft, ctx.finish, k)}
+            sub = next(reversed(sim.fft._recorded._entries.values()))[1]
+            row["dispatches_per_call"] = len(sub._calls)
+            out["image_units"] = getattr(sim.fft.device, "image_units", None)
+            if torch:
+                x = torch.randn(4 * cascades, n, n, dtype=torch.complex64, device="cuda")
+                row["torch_ifft2_ms"] = loop_ms(lambda: torch.fft.ifft2(x, norm="forward"),
+                                                tsync, k)
+            out["ocean"].append(row)
+            print("ocean", row)
+            sim.release()
+
+    cases = ([("fft2", (256, 256)), ("fft", (64, 256))] if args.quick else
+             [("fft2", (2048, 2048)), ("fft2", (4096, 4096)), ("fft", (16384, 4096))])
+    for kind, shape in cases:
+        x = (np.random.default_rng(2).standard_normal(shape)
+             + 1j * np.random.default_rng(3).standard_normal(shape)).astype(np.complex64)
+        row = {"kind": kind, "shape": list(shape)}
+        for be in ("gl", "vulkan"):
+            f = getattr(pyfftgl, kind)
+            row[f"{be}_ms"] = loop_ms(lambda: f(x, backend=be), lambda: None, 3)
+        if torch:
+            f = getattr(torch.fft, kind)
+            row["torch_ms"] = loop_ms(lambda: f(torch.from_numpy(x).cuda()).cpu().numpy(),
+                                      lambda: None, 3)
+        out["numpy"].append(row)
+        print("numpy", row)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+        print("wrote", args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
