@@ -96,7 +96,7 @@ class GLSubmission(Submission):
     NVIDIA's driver (every dispatch then ran at PCIe speed)."""
 
     def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
-        self.device = self._device = device
+        self.device = device
         self.uploads, self.downloads = uploads, downloads
         # Per dispatch: (program, buffers, images, [(push index, uniform, value)], groups), taken
         # apart once here: every call issues each dispatch from Python again, and ModernGL is
@@ -114,7 +114,7 @@ class GLSubmission(Submission):
         self._fence = None  # after the last run's download copies: the host waits on it to read
 
     def _dispatch_all(self):
-        ctx = self._device.ctx
+        ctx = self.device.ctx
         for n, (program, buffers, images, uniforms, groups) in enumerate(self._calls):
             if n:
                 ctx.memory_barrier()
@@ -131,7 +131,7 @@ class GLSubmission(Submission):
         ctx.memory_barrier()
 
     def _run(self, inputs, timed, wait):
-        with self._device.current() as ctx:
+        with self.device.current() as ctx:
             if self._uploads:
                 self._wait_fence()  # the last run's upload copies read the staging memory
             for (buf, staging, mapped), data in zip(self._uploads, inputs):
@@ -150,7 +150,7 @@ class GLSubmission(Submission):
                     self._set_fence()
 
     def _set_fence(self):
-        fence_sync, _, delete, flush = self._device._sync_procs()
+        fence_sync, _, delete, flush = self.device._sync_procs()
         if self._fence is not None:
             delete(self._fence)
         self._fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
@@ -161,15 +161,15 @@ class GLSubmission(Submission):
         its fence has signalled)."""
         if self._fence is None:
             return
-        client_wait = self._device._client_wait()
+        client_wait = self.device._client_wait()
         while client_wait(self._fence, 1, 1_000_000_000) not in (0x911A, 0x911C):  # signalled
             pass
-        self._device._sync_procs()[2](self._fence)
+        self.device._sync_procs()[2](self._fence)
         self._fence = None
 
     def _timed_dispatch(self):
-        ctx = self._device.ctx
-        if self._device.info.is_software:
+        ctx = self.device.ctx
+        if self.device.info.is_software:
             # llvmpipe's GL_TIME_ELAPSED does not cover compute work (it reads next to nothing
             # for a long dispatch), so software GL is timed by the wall clock between glFinishes.
             ctx.finish()
@@ -186,14 +186,14 @@ class GLSubmission(Submission):
 
     def _result(self, i=0):
         buf, staging, mapped = self._downloads[i]
-        with self._device.current():
+        with self.device.current():
             out = np.empty(buf.nbytes // 4, np.float32)
             if mapped is not None:
                 self._wait_fence()
                 out.view(np.uint8)[:] = mapped[:buf.nbytes]
             else:
                 staging.read_into(out, size=buf.nbytes)
-            self._device.check_errors("running a submission")
+            self.device.check_errors("running a submission")
             return out
 
 
@@ -454,15 +454,17 @@ class GLDevice(Device):
             raise MemoryError(f"the device has {total} bytes")
         if not self._storage_procs():  # before GL 4.5: mutable storage, never read in place
             try:
-                buf = self.ctx.buffer(reserve=nbytes)
+                with expected_errors():  # GL_OUT_OF_MEMORY is an answer here: MemoryError below
+                    buf = self.ctx.buffer(reserve=nbytes)
             except Exception as e:  # ModernGL's Error: the driver's allocation failed
                 raise MemoryError(str(e)) from e
             return GLBuffer(buf, nbytes, self.deferred(buf.release, nbytes=nbytes))
         create, storage, delete, query = self._buffer_storage
         name, size = ctypes.c_uint32(0), ctypes.c_int64(0)
         create(1, ctypes.byref(name))
-        storage(name.value, nbytes, None, 0)
-        query(name.value, GL_BUFFER_SIZE, ctypes.byref(size))
+        with expected_errors():  # GL_OUT_OF_MEMORY is an answer here: MemoryError below
+            storage(name.value, nbytes, None, 0)
+            query(name.value, GL_BUFFER_SIZE, ctypes.byref(size))
         if size.value != nbytes:
             delete(1, ctypes.byref(name))
             error = self.ctx.error  # read (and so cleared) here: the failure is reported below

@@ -87,9 +87,9 @@ class VkSubmission(Submission):
                  uploads: Sequence[VkBuffer], downloads: Sequence[VkBuffer]):
         from .. import _kp as kp
 
-        self.device = self._device = device
-        self.uploads = self._uploads = list(uploads)
-        self.downloads = self._downloads = list(downloads)
+        self.device = device
+        self.uploads = list(uploads)
+        self.downloads = list(downloads)
         self._ops = []
         if uploads:
             self._ops.append(kp.OpTensorSyncDevice([b.tensor for b in uploads]))
@@ -134,7 +134,7 @@ class VkSubmission(Submission):
         alone (kp_patch.py's record_timestamp; a timestamp after every op would make the GPU
         drain after each, which the plain sequence does not); `free`: without the leading
         barrier."""
-        seq = self._device._mgr.sequence(total_timestamps=2 if timed else 0)
+        seq = self.device._mgr.sequence(total_timestamps=2 if timed else 0)
         a, b = self._timed_span
         parts = (self._ops[:a], self._ops[a:b], self._ops[b:]) if timed else (self.ops(free),)
         for i, part in enumerate(parts):
@@ -145,12 +145,12 @@ class VkSubmission(Submission):
         return seq
 
     def _run(self, inputs, timed, wait):
-        dev = self._device
-        if inputs or self._downloads or timed:
+        dev = self.device
+        if inputs or self.downloads or timed:
             # Host data in or out: its staging memory is shared by every replay, so the calls
             # before this one finish first.
             dev.wait_all()
-        for buf, data in zip(self._uploads, inputs):
+        for buf, data in zip(self.uploads, inputs):
             dev._write(buf, data, sync=False)
         if timed:
             if self._timed is None:
@@ -158,7 +158,7 @@ class VkSubmission(Submission):
             self._timed.eval()
             dev.touched_all()
             ts = self._timed.get_timestamps()  # recording began, before and after the dispatches
-            return (ts[2] - ts[1]) * self._device._timestamp_period
+            return (ts[2] - ts[1]) * self.device._timestamp_period
         free = dev.overlaps(self)
         ring = self._rings[free]
         i = next((j for j in range(len(ring)) if (free, j) not in self.busy), len(ring))
@@ -181,8 +181,8 @@ class VkSubmission(Submission):
         return self._rings[free][i]
 
     def _result(self, i=0):
-        self._device.finish()
-        buf = self._downloads[i]
+        self.device.finish()
+        buf = self.downloads[i]
         return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
 
 
