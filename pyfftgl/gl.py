@@ -112,10 +112,14 @@ class TextureFFT:
             return plan
         # an element is `fields` complex values: plan as if memory were smaller
         limits = element_limits(self.device.info.limits, planner.COMPLEX64_BYTES * fields)
+        import os  # EXPERIMENT (render2): axis order
+        rows_first = os.environ.get("PYFFTGL_TEX_ROWS_FIRST") == "1"
         if layers:  # the layer is the batch: one more grid dimension of the same passes
-            spec = planner.plan_c2c((layers,) + self.shape, (1, 2), inverse, norm, limits)
+            spec = planner.plan_c2c((layers,) + self.shape, (2, 1) if rows_first else (1, 2),
+                                    inverse, norm, limits)
         else:
-            spec = planner.plan_c2c(self.shape, (0, 1), inverse, norm, limits)
+            spec = planner.plan_c2c(self.shape, (1, 0) if rows_first else (0, 1), inverse, norm,
+                                    limits)
         if spec.chunks != 1:
             raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
         images = [(name, fmt) for name, fmt in (("in", src), ("out", dst)) if fmt]
