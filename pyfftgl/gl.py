@@ -112,14 +112,24 @@ class TextureFFT:
             return plan
         # an element is `fields` complex values: plan as if memory were smaller
         limits = element_limits(self.device.info.limits, planner.COMPLEX64_BYTES * fields)
-        import os  # EXPERIMENT (render2): axis order
-        rows_first = os.environ.get("PYFFTGL_TEX_ROWS_FIRST") == "1"
-        if layers:  # the layer is the batch: one more grid dimension of the same passes
-            spec = planner.plan_c2c((layers,) + self.shape, (2, 1) if rows_first else (1, 2),
-                                    inverse, norm, limits)
-        else:
-            spec = planner.plan_c2c(self.shape, (1, 0) if rows_first else (0, 1), inverse, norm,
-                                    limits)
+        import os  # EXPERIMENT (render2)
+        variant = os.environ.get("PYFFTGL_TEX_VARIANT", "")
+        if variant == "tuned" and fields == 2:
+            from dataclasses import replace
+            limits = replace(limits, tuned=self.device.info.limits.tuned)
+        from .planner import rules, factors, compose
+        saved = factors.TILE_LINES
+        if variant == "tile2" and fields == 2:
+            for m in (rules, factors, compose):
+                m.TILE_LINES = 2
+        try:
+            if layers:  # the layer is the batch: one more grid dimension of the same passes
+                spec = planner.plan_c2c((layers,) + self.shape, (1, 2), inverse, norm, limits)
+            else:
+                spec = planner.plan_c2c(self.shape, (0, 1), inverse, norm, limits)
+        finally:
+            for m in (rules, factors, compose):
+                m.TILE_LINES = saved
         if spec.chunks != 1:
             raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
         images = [(name, fmt) for name, fmt in (("in", src), ("out", dst)) if fmt]

@@ -46,19 +46,23 @@ def main(argv=None):
         a = np.random.default_rng(0).standard_normal((h, w, 4)).astype(np.float32)
         if torch:
             x = torch.randn(2, h, w, dtype=torch.complex64, device="cuda")
+            kk = torch.fft.fft2(torch.randn(h, w, device="cuda"))
             t = loop_ms(lambda: torch.fft.fft2(x), torch.cuda.synchronize, k)
-            print(f"{w}x{h} torch fft2 of (2, h, w): loop {t:.4f}")
+            c = loop_ms(lambda: torch.fft.ifft2(torch.fft.fft2(x) * kk), torch.cuda.synchronize, k)
+            print(f"{w}x{h} torch fft2 of (2, h, w): loop {t:.4f}; convolve loop {c:.4f}")
         for inter in ("buffer", "image"):
             fft = pyfftgl.gl.TextureFFT(ctx, (h, w), intermediate=inter)
             src = ctx.texture((w, h), 4, a.tobytes(), dtype="f4")
             dst = ctx.texture((w, h), 4, dtype="f4")
             fft.forward(src, dst)
             loop = loop_ms(lambda: fft.forward(src, dst), ctx.finish, k)
-            plan = fft.plans()[-1]
+            spec = fft.spectrum(np.random.default_rng(1).standard_normal((h, w)).astype(np.float32))
+            conv = loop_ms(lambda: fft.convolve(src, spec, dst), ctx.finish, k)
+            plan = fft.plans()[0]
             res = {"in": GLImage(src), "out": GLImage(dst)}
             per = [timed_ms(fft.device, ds, repeat) for ds in plan.dispatches(res)]
             whole = timed_ms(fft.device, plan.flat_dispatches(res), repeat)
-            print(f"{w}x{h} texture intermediate={inter}: loop {loop:.4f} GPU {whole:.4f} = "
+            print(f"{w}x{h} texture intermediate={inter}: loop {loop:.4f} (convolve {conv:.4f}) GPU {whole:.4f} = "
                   + " + ".join(f"{t:.4f}" for t in per))
             for p in plan.passes:
                 print("   ", shape_of(p))
