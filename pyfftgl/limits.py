@@ -20,3 +20,6 @@ class Limits:
     # Kernel shapes measured fastest on this device (`pyfftgl bench --tune`), as
     # (n, radices, threads per line, lines per workgroup or 0, padded shared memory) tuples.
     tuned: tuple = ()
+    # Lines per tile of a strided pass; 0: the planner's TILE_LINES (32 bytes of complex64). A
+    # view for wider elements (element_limits) may ask for fewer lines that still fill a sector.
+    tile_lines: int = 0

@@ -69,6 +69,30 @@ def test_forward_and_inverse_match_numpy(ctx, shape, fmt, intermediate):
         assert_accurate(got, x, shape[0] * shape[1], factor=3.0)
 
 
+def test_two_field_columns_take_narrower_tiles_to_save_a_pass(ctx):
+    # rgba32f texels are 16 bytes, so 2-line tiles fill the 32-byte sectors that 4 complex64
+    # lines do; where 4 lines of a column do not fit in shared memory, 2 keep it one pass.
+    from dataclasses import replace
+    from pyfftgl import planner
+    from pyfftgl.limits import Limits
+    small = Limits(32768, 1024, (1024, 1024, 64), (65535,) * 3, 2**27, 16384)
+    four = planner.element_limits(small, 16)
+    assert len(planner.plan_c2c((1024, 64), (0, 1), False, "backward", four).passes) == 3
+    two = replace(four, tile_lines=2)
+    assert len(planner.plan_c2c((1024, 64), (0, 1), False, "backward", two).passes) == 2
+    shape = (1024, 64)
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    a = random_texels(shape, "rgba32f", seed=5)
+    spec = fft.forward(texture(ctx, a))
+    for got, x in zip(fields(read(spec)), fields(a)):
+        assert_accurate(got, np.fft.fft2(x), shape[0] * shape[1], factor=2.0)
+    if fft.device.info.limits.max_shared_bytes <= 32768:  # llvmpipe: the case above
+        assert len(fft.plans()[0].passes) == 2
+    back = fft.inverse(spec, spec)
+    for got, x in zip(fields(read(back)), fields(a)):
+        assert_accurate(got, x, shape[0] * shape[1], factor=3.0)
+
+
 @pytest.mark.parametrize("norm", ["ortho", "forward"])
 def test_norms(ctx, norm):
     shape = (32, 24)

@@ -12,7 +12,7 @@ from .factors import _axis_factors, _line_pass, _tiled_pass, smooth_length, stoc
 from .passes import Layout, RealPass, StockhamPass
 from .records import BluesteinKernelKey, ChirpKey, Step
 from .rules import (AXIS_TILE_LINES, BLOCK_COLUMNS, BLOCK_ROW_LINES, FOURSTEP_TILE_LINES,
-                    TILE_LINES)
+                    tile_lines_for)
 
 
 def norm_scale(n: int, norm: str, inverse: bool) -> float:
@@ -99,7 +99,7 @@ def _chain(n: int, factors: list[int], inner: int, inverse: bool, scale: float, 
     [batch][axis][inner]. Buffer names are assigned later (assign_buffers).
     """
     tiled = inner > 1
-    t = TILE_LINES
+    t = tile_lines_for(limits)
     work = AxisView(n * inner, inner)
 
     def both(m):  # lines per workgroup to try for a length-m pass strided at both ends
@@ -479,7 +479,8 @@ def tighter(device: Limits, wanted: Limits | None) -> Limits:
         return device
     def pick(a, b):
         return tuple(map(min, a, b)) if isinstance(a, tuple) else min(a, b)
-    return Limits(**{f: device.tuned if f == "tuned" else pick(getattr(device, f), getattr(wanted, f))
+    return Limits(**{f: getattr(device, f) if f in ("tuned", "tile_lines")
+                     else pick(getattr(device, f), getattr(wanted, f))
                      for f in Limits.__dataclass_fields__})
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from .abi import COMPLEX64_BYTES, FLOAT_BYTES
 from .passes import StockhamPass
-from .rules import (FOURSTEP_STRIDED_MAX, FOURSTEP_TILE_LINES, MAX_REGISTERS, SH_PAD, TILE_LINES,
-                    UNTILED_AXIS_STAGES, _workgroup, radices_for, tuned_shape)
+from .rules import (FOURSTEP_STRIDED_MAX, FOURSTEP_TILE_LINES, MAX_REGISTERS, SH_PAD,
+                    UNTILED_AXIS_STAGES, _workgroup, radices_for, tile_lines_for, tuned_shape)
 
 
 def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
@@ -83,15 +83,15 @@ def _fast_factors(n: int, limits, tiled: bool = False, halves: bool = True
     `tiled`: the single pass must move whole tiles of lines through shared memory (a strided axis).
     `halves`: contiguous lines may take one pass where only one line in halves fits (_line_pass).
     """
-    one = (stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES) if tiled
+    one = (stockham_pass(n, False, 1.0, limits, tile_lines=tile_lines_for(limits)) if tiled
            else (_line_pass if halves else stockham_pass)(n, False, 1.0, limits))
     if one is not None:
         return [n]
     if radices_for(n) is None:
         return None
-    fmax = limits.max_shared_bytes // (COMPLEX64_BYTES * TILE_LINES)
+    fmax = limits.max_shared_bytes // (COMPLEX64_BYTES * tile_lines_for(limits))
     ok = [d for d in range(2, min(n, fmax) + 1) if n % d == 0 and
-          stockham_pass(d, False, 1.0, limits, tile_lines=TILE_LINES) is not None]
+          stockham_pass(d, False, 1.0, limits, tile_lines=tile_lines_for(limits)) is not None]
     if not tiled and n & (n - 1) == 0:
         # Two factors that take FOURSTEP_TILE_LINES, if n has them; else two whose strided pass
         # fits only line-fastest (untiled), before three passes.
@@ -111,8 +111,8 @@ def _narrow_strided(factors: list[int], limits) -> list[int]:
     gains (at or below 512 the balanced split was as fast or faster)."""
     c, s = factors
     while (s > FOURSTEP_STRIDED_MAX and _wide_tiles(s // 2, limits)
-           and stockham_pass(2 * c, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
-                             store_tiled=True) is not None):
+           and stockham_pass(2 * c, False, 1.0, limits, tile_lines=tile_lines_for(limits),
+                             halves=True, store_tiled=True) is not None):
         c, s = 2 * c, s // 2
     return [c, s]
 
@@ -129,7 +129,7 @@ def _untiled_fits(n: int, limits) -> bool:
     in two passes of 2048 (and 1024) on 48 KB of shared memory, instead of three of 128-256. The
     untiled strided pass runs at about half of copy, so the split pays only with a good (tuned)
     shape."""
-    return all(stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
+    return all(stockham_pass(n, False, 1.0, limits, tile_lines=tile_lines_for(limits), halves=True,
                              load_tiled=load, store_tiled=True, fourstep_n=2 * n,
                              line_dims=(1, 2, 1)) is not None for load in (True, False))
 
@@ -143,9 +143,9 @@ def _untiled_axis(n: int, inner: int, limits) -> bool:
     most UNTILED_AXIS_STAGES stages (each exchange in halves costs four barriers); and with its
     lines staggered across the banks (unstaggered lines, as 3072's that exactly fill 48 KB, were
     slower than two passes)."""
-    if inner <= 1 or inner % TILE_LINES:
+    if inner <= 1 or inner % tile_lines_for(limits):
         return False
-    p = stockham_pass(n, False, 1.0, limits, tile_lines=TILE_LINES, halves=True,
+    p = stockham_pass(n, False, 1.0, limits, tile_lines=tile_lines_for(limits), halves=True,
                       line_dims=(inner, 1, 1), load_tiled=True, store_tiled=True)
     return p is not None and p.sh_stagger and len(p.radices) <= UNTILED_AXIS_STAGES
 

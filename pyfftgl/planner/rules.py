@@ -124,6 +124,11 @@ def _sh_line(n: int, lines: int, pad: bool, stagger: bool, slot_bytes: int = COM
     return base + (want - base) % row
 
 
+def tile_lines_for(limits) -> int:
+    """Lines per tile of a strided pass on `limits` (Limits.tile_lines, else TILE_LINES)."""
+    return limits.tile_lines or TILE_LINES
+
+
 def tuned_shape(n: int, limits, tiled: bool = False) -> TunedShape | None:
     """The entry of limits.tuned for length n, or None. A tiled pass takes the entry measured on
     tiled passes where there is one: the same length's best shape differs between contiguous
