@@ -8,6 +8,7 @@ from . import shaders
 from .backends.base import Dispatch
 from .planner import groups_per_dispatch, split_groups
 
+
 def local_size(device) -> int:
     """Invocations per workgroup: 256, or what the device allows."""
     limits = device.info.limits

@@ -286,7 +286,7 @@ class R2RPlan:
 
 
 def _plan(call: _Call, device) -> R2RPlan:
-    key = ("r2r", id(device), call.real_shape, tuple(call.axes), call.precision)
+    key = ("r2r", device, call.real_shape, tuple(call.axes), call.precision)
 
     def build():
         plan = R2RPlan(call.real_shape, call.axes, call.precision, device)
