@@ -76,6 +76,9 @@ class TextureFFT:
 
     # Recorded submissions kept, by the textures they bind: a render loop replays them.
     RECORDED = 8
+    # Rows per workgroup of a pass along the rows, a warp spanning them: textures are stored in
+    # blocks of neighbouring rows.
+    ROW_LINES = 2
 
     def __init__(self, ctx, shape, norm=None, *, intermediate: str = "buffer"):
         if len(shape) != 2 or any(int(n) != n or n < 1 for n in shape):
@@ -111,18 +114,13 @@ class TextureFFT:
         plan = self._plans.get(key)
         if plan is not None:
             return plan
-        # an element is `fields` complex values: plan as if memory were smaller
-        limits = element_limits(self.device.info.limits, planner.COMPLEX64_BYTES * fields)
+        # An element is `fields` complex values: plan as if memory were smaller, with column
+        # tiles of fewer, wider elements (the same 32-byte sectors), and rows ROW_LINES at once.
+        limits = replace(element_limits(self.device.info.limits, planner.COMPLEX64_BYTES * fields),
+                         tile_lines=max(1, planner.TILE_LINES // fields), row_lines=self.ROW_LINES)
         # the layer is the batch: one more grid dimension of the same passes
         shape, axes = ((layers,) + self.shape, (1, 2)) if layers else (self.shape, (0, 1))
         spec = planner.plan_c2c(shape, axes, inverse, norm, limits)
-        if fields > 1 and len(spec.passes) > len(axes):
-            # Tiles of fewer, wider elements fill the same 32-byte sectors; taken only where
-            # they save a pass (2048^2 rgba32f on 48 KB: three passes -> two).
-            few = replace(limits, tile_lines=max(1, planner.TILE_LINES // fields))
-            alt = planner.plan_c2c(shape, axes, inverse, norm, few)
-            if len(alt.passes) < len(spec.passes):
-                spec, limits = alt, few
         if spec.chunks != 1:
             raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
         images = [(name, fmt) for name, fmt in (("in", src), ("out", dst)) if fmt]

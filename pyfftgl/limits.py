@@ -23,3 +23,7 @@ class Limits:
     # Lines per tile of a strided pass; 0: the planner's TILE_LINES (32 bytes of complex64). A
     # view for wider elements (element_limits) may ask for fewer lines that still fill a sector.
     tile_lines: int = 0
+    # Lines per workgroup of a pass over contiguous lines, its invocations numbered line-fastest
+    # so that a warp's accesses span neighbouring rows (a texture's block-tiled layout); 0: one
+    # line after another (buffers).
+    row_lines: int = 0

@@ -93,6 +93,35 @@ def test_two_field_columns_take_narrower_tiles_to_save_a_pass(ctx):
         assert_accurate(got, x, shape[0] * shape[1], factor=3.0)
 
 
+def test_row_passes_span_neighbouring_rows(ctx):
+    # A texture is stored in blocks of neighbouring rows, so a pass along the rows takes
+    # TextureFFT.ROW_LINES rows per workgroup numbered line-fastest (a warp spans them); buffers'
+    # plans and rows too short for a 128-invocation workgroup keep one line after another.
+    from dataclasses import replace
+    from pyfftgl import planner
+    from pyfftgl.limits import Limits
+    gpu = planner.element_limits(Limits(49152, 1024, (1024, 1024, 64), (65535,) * 3, 2**31), 16)
+    rows = replace(gpu, row_lines=pyfftgl.gl.TextureFFT.ROW_LINES)
+
+    def last(limits, shape):
+        p = planner.plan_c2c(shape, (0, 1), False, "backward", limits).passes[-1]
+        return p.lines, p.line_fastest
+    assert last(gpu, (1024, 1024)) == (1, False)
+    assert last(rows, (1024, 1024)) == (2, True)
+    assert last(rows, (512, 512)) == (2, True)
+    assert last(rows, (64, 96)) == last(gpu, (64, 96))  # 12 invocations a row: as before
+    shape = (48, 512)  # llvmpipe's plan takes the rule too: transforms match numpy
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    assert fft._plan(False, "backward", 2, "rgba32f", "rgba32f").passes[-1].line_fastest
+    a = random_texels(shape, "rgba32f", seed=6)
+    spec = fft.forward(texture(ctx, a))
+    for got, x in zip(fields(read(spec)), fields(a)):
+        assert_accurate(got, np.fft.fft2(x), shape[0] * shape[1], factor=2.0)
+    back = fft.inverse(spec, spec)
+    for got, x in zip(fields(read(back)), fields(a)):
+        assert_accurate(got, x, shape[0] * shape[1], factor=3.0)
+
+
 @pytest.mark.parametrize("norm", ["ortho", "forward"])
 def test_norms(ctx, norm):
     shape = (32, 24)

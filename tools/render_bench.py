@@ -3,7 +3,9 @@ TextureFFT.forward / convolve of one rgba32f image (two complex fields) against 
 (2, h, w) complex64 fields; the ocean's inverse FFTs per frame (every cascade's 8 textures in one
 call) against torch's batched ifft2 of the same (4 cascades, n, n) fields; numpy-in, numpy-out
 fft2 / batched fft on GL and Vulkan (host transfers included) against torch (host to device and
-back). GL and torch calls are timed as K back-to-back calls ended by one finish (wall clock).
+back). GL and torch calls are timed as K back-to-back calls ended by one finish (wall clock), after
+a second of calls that brings the GPU's clocks up; numpy-in, numpy-out calls as ROUNDS rounds
+taking GL, Vulkan and torch in turn (min and median), since host copies vary from call to call.
 
     python tools/render_bench.py [--json out.json] [--quick]
 """
@@ -39,6 +41,18 @@ def loop_ms(call, finish, k):
     return best * 1e3
 
 
+ROUNDS = 7
+
+
+def warm_gpu(call, finish, seconds=1.0):
+    """Calls back to back for `seconds`: an idle GPU's clocks come up only after some work."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(20):
+            call()
+        finish()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
@@ -60,16 +74,21 @@ def main(argv=None):
 
     sizes = [(64, 96), (128, 128)] if args.quick else [(720, 1280), (1024, 1024), (1080, 1920),
                                                        (2048, 2048)]
-    for h, w in sizes:
+    for i, (h, w) in enumerate(sizes):
         fft = pyfftgl.gl.TextureFFT(ctx, (h, w))
         a = np.random.default_rng(0).standard_normal((h, w, 4)).astype(np.float32)
         src = ctx.texture((w, h), 4, a.tobytes(), dtype="f4")
         dst = ctx.texture((w, h), 4, dtype="f4")
+        if i == 0 and not args.quick:
+            warm_gpu(lambda: fft.forward(src, dst), ctx.finish)
+        one = ctx.texture((w, h), 2, a[..., :2].tobytes(), dtype="f4")
+        one_dst = ctx.texture((w, h), 2, dtype="f4")
         kern = np.random.default_rng(1).standard_normal((h, w)).astype(np.float32)
         spec = fft.spectrum(kern)
         row = {"h": h, "w": w,
                "forward_ms": loop_ms(lambda: fft.forward(src, dst), ctx.finish, k),
-               "convolve_ms": loop_ms(lambda: fft.convolve(src, spec, dst), ctx.finish, k)}
+               "convolve_ms": loop_ms(lambda: fft.convolve(src, spec, dst), ctx.finish, k),
+               "forward_rg32f_ms": loop_ms(lambda: fft.forward(one, one_dst), ctx.finish, k)}
         if torch:
             x = torch.randn(2, h, w, dtype=torch.complex64, device="cuda")
             kk = torch.fft.fft2(torch.randn(h, w, device="cuda"))
@@ -79,8 +98,8 @@ def main(argv=None):
         out["texture"].append(row)
         print("texture", row)
         fft.close()
-        src.release()
-        dst.release()
+        for t in (src, dst, one, one_dst):
+            t.release()
 
     patches = OceanParams().patch_sizes
     for n in ([64] if args.quick else [512, 1024]):
@@ -106,13 +125,20 @@ def main(argv=None):
         x = (np.random.default_rng(2).standard_normal(shape)
              + 1j * np.random.default_rng(3).standard_normal(shape)).astype(np.complex64)
         row = {"kind": kind, "shape": list(shape)}
-        for be in ("gl", "vulkan"):
-            f = getattr(pyfftgl, kind)
-            row[f"{be}_ms"] = loop_ms(lambda: f(x, backend=be), lambda: None, 3)
+        f, g = getattr(pyfftgl, kind), torch and getattr(torch.fft, kind)
+        calls = {"gl": lambda: f(x, backend="gl"), "vulkan": lambda: f(x, backend="vulkan")}
         if torch:
-            f = getattr(torch.fft, kind)
-            row["torch_ms"] = loop_ms(lambda: f(torch.from_numpy(x).cuda()).cpu().numpy(),
-                                      lambda: None, 3)
+            calls["torch"] = lambda: g(torch.from_numpy(x).cuda()).cpu().numpy()
+        times = {name: [] for name in calls}
+        for name, call in calls.items():  # plans, first uses
+            call()
+        for _ in range(ROUNDS):
+            for name, call in calls.items():
+                t0 = time.perf_counter()
+                call()
+                times[name].append(1e3 * (time.perf_counter() - t0))
+        for name, ts in times.items():
+            row[f"{name}_ms"], row[f"{name}_median_ms"] = min(ts), float(np.median(ts))
         out["numpy"].append(row)
         print("numpy", row)
     if args.json:

@@ -18,6 +18,18 @@ def _median_ms(samples):
     return float(np.median(samples)) if samples else None
 
 
+def warm(call, finish, seconds):
+    """Call back to back for `seconds` (ended by finish()): an idle GPU runs its clocks down and
+    brings them up only after some time of work, so a few calls of warm-up time a cold GPU."""
+    t0 = time.perf_counter()
+    while True:
+        for _ in range(10):
+            call()
+        finish()
+        if time.perf_counter() - t0 >= seconds:
+            return
+
+
 def snr_db(got, ref):
     """Signal to noise ratio of `got` against the reference, in dB."""
     return float(20 * np.log10(np.linalg.norm(ref) / np.linalg.norm(got - ref)))
@@ -40,9 +52,7 @@ def gl_filter(ctx, shape, iters, software, half=False):
         got = np.frombuffer(dst.read(), host_dtype).reshape(h, w, 4).astype(np.float64)
         want = filters.apply(picture, filt)
         err = float(np.abs(got - want).max())
-        for _ in range(20):
-            fft.convolve(src, spec, dst)
-        ctx.finish()
+        warm(lambda: fft.convolve(src, spec, dst), ctx.finish, 0.05 if software else 0.5)
         t0 = time.perf_counter()
         for _ in range(iters):
             fft.convolve(src, spec, dst)
@@ -79,9 +89,7 @@ def torch_filter(picture, filt, iters):
     x = torch.from_numpy(fields.astype(np.complex64)).cuda()
     k = torch.from_numpy(filt.spectrum().astype(np.complex64)).cuda()
     step = lambda: torch.fft.ifft2(torch.fft.fft2(x) * k)  # noqa: E731
-    for _ in range(20):
-        step()
-    torch.cuda.synchronize()
+    warm(step, torch.cuda.synchronize, 0.5)
     event = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
     pairs = [(event(), event()) for _ in range(iters)]
     for a, b in pairs:
@@ -117,8 +125,7 @@ def run_bench(shapes, iters, json_path=None, half=False):
     print(f"GL: {result['gl_renderer']} ({how})" + (", rgba16f textures" if half else ""))
     print(f"{'W x H':>11} {'GL frame':>10} {'GL loop':>10} {'GL wall':>10} {'torch frame':>12} "
           f"{'torch loop':>11} {'err':>9}")
-    # Every shape warmed up before any is timed: the first shape timed cold ran 1.7x slower
-    # than the same shape later (GPU clocks, first-use costs).
+    # Every shape run once before any is timed (first-use costs); each is warmed before timing.
     for shape in shapes:
         gl_filter(ctx, shape, 3, software, half)
     for shape in shapes:

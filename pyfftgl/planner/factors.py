@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from .abi import COMPLEX64_BYTES, FLOAT_BYTES
 from .passes import StockhamPass
-from .rules import (FOURSTEP_STRIDED_MAX, FOURSTEP_TILE_LINES, MAX_REGISTERS, SH_PAD,
-                    UNTILED_AXIS_STAGES, _workgroup, radices_for, tile_lines_for, tuned_shape)
+from .rules import (FOURSTEP_STRIDED_MAX, FOURSTEP_TILE_LINES, MAX_REGISTERS, ROW_MIN_INVOCATIONS,
+                    SH_PAD, UNTILED_AXIS_STAGES, _workgroup, radices_for, tile_lines_for, tuned_shape)
 
 
 def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
@@ -30,6 +30,14 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
         return None
     pad = bool(tuned.pad) if tuned else SH_PAD
     shape = tuned and (tuned.threads, tuned.lines)
+    if (tile_lines is None and limits.row_lines > 1 and not kw.get("load_tiled")
+            and not kw.get("store_tiled") and not kw.get("real_pack") and not kw.get("real_unpack")):
+        # A texture's rows: row_lines of them with the default invocations per line, where
+        # that is a workgroup of ROW_MIN_INVOCATIONS or more (shorter rows keep their shape).
+        threads = shape[0] if shape else _workgroup(n, radices, limits, None, pad)[0]
+        if threads * limits.row_lines >= ROW_MIN_INVOCATIONS:
+            shape = (threads, limits.row_lines)
+            kw = dict(kw, rows_line_fastest=True)
     # The padding, then the stagger, may be what does not fit; with `halves`, each is tried
     # with float slots first, then vec2.
     # Last, where a strided pass's tiles do not fit even so, it may go line-fastest (untiled).

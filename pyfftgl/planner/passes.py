@@ -126,6 +126,8 @@ class StockhamPass:
     untiled: bool = False
     # The exchanges go as vec2 where halves would be taken (the fused real pack: see compose).
     vec2_exchange: bool = False
+    # Contiguous lines numbered line-fastest (Limits.row_lines: a texture's rows).
+    rows_line_fastest: bool = False
 
     # Decisions (see the functions of the same names in rules.py).
     strides: tuple[int, ...] = _decided()  # Ns of each stage

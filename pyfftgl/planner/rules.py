@@ -15,6 +15,8 @@ _ODD_PRIMES = (3, 5, 7, 11, 13, 17, 19, 23, 29, 31)
 _ODD_SQUARES = (9, 25, 49)
 # Invocations per workgroup we aim for: enough to hide latency, small enough for every driver.
 TARGET_INVOCATIONS = 256
+# The smallest workgroup a texture's row pass takes Limits.row_lines lines in (four warps).
+ROW_MIN_INVOCATIONS = 128
 # Lines per workgroup in strided passes: 4 complex64 = 32 bytes, one memory sector per access;
 # fewer lines, for more workgroups on small images, were slower.
 TILE_LINES = 4
@@ -187,13 +189,16 @@ def unpack_in_registers(n: int, real_unpack: int, real_rows: int) -> bool:
 
 
 def line_fastest(load_tiled: bool, store_tiled: bool, real: bool, untiled: bool,
-                 fourstep_n: int, inner_lines: int, lines: int) -> bool:
+                 fourstep_n: int, inner_lines: int, lines: int, rows: bool = False) -> bool:
     """Invocations take neighbouring lines (LINE_FASTEST in stockham.comp) instead of moving
     tiles through shared memory, where both ends of the pass are strided and no real pack or
     unpack is fused. Where neighbouring lines differ in the four-step digit (a batched 1D
     four-step, fewer inner lines than the workgroup's), only with FOURSTEP_TILE_LINES lines or
     more per workgroup (with fewer, the tiles were faster) or untiled, and with the twiddle
-    tables digit-fastest."""
+    tables digit-fastest. `rows`: contiguous lines of a texture (Limits.row_lines), whose
+    block-tiled texels are nearer in neighbouring rows than along one row."""
+    if rows and not (load_tiled or store_tiled):  # (a blocked row pass stores tiled)
+        return lines > 1 and not real
     return (load_tiled and store_tiled and not real
             and (untiled or not fourstep_n or inner_lines >= lines
                  or lines >= FOURSTEP_TILE_LINES))
@@ -274,7 +279,7 @@ def decide(p) -> dict:
     stages = len(p.radices)
     regs_unpack = unpack_in_registers(p.n, p.real_unpack, p.real_rows)
     lf = line_fastest(p.load_tiled, p.store_tiled, real, p.untiled, p.fourstep_n,
-                      p.line_dims[0], p.lines)
+                      p.line_dims[0], p.lines, p.rows_line_fastest)
     slf = store_line_fastest(p.load_tiled, p.store_tiled, stages, real)
     tiles = tiles_in_shared(lf, p.load_tiled, p.store_tiled, slf)
     halves = sh_halves(stages, tiles, p.vec2_exchange, p.real_unpack, regs_unpack)
