@@ -94,9 +94,10 @@ def test_two_field_columns_take_narrower_tiles_to_save_a_pass(ctx):
 
 
 def test_row_passes_span_neighbouring_rows(ctx):
-    # A texture is stored in blocks of neighbouring rows, so a pass along the rows takes
-    # TextureFFT.ROW_LINES rows per workgroup numbered line-fastest (a warp spans them); buffers'
-    # plans and rows too short for a 128-invocation workgroup keep one line after another.
+    # A texture is stored in blocks of neighbouring rows, so a pass along power-of-two rows
+    # takes TextureFFT.ROW_LINES of them per workgroup numbered line-fastest (a warp spans
+    # them); buffers' plans, mixed-radix rows and rows too short for a 128-invocation workgroup
+    # keep one line after another.
     from dataclasses import replace
     from pyfftgl import planner
     from pyfftgl.limits import Limits
@@ -109,6 +110,8 @@ def test_row_passes_span_neighbouring_rows(ctx):
     assert last(gpu, (1024, 1024)) == (1, False)
     assert last(rows, (1024, 1024)) == (2, True)
     assert last(rows, (512, 512)) == (2, True)
+    assert last(rows, (64, 2048)) == (2, True)  # sized by its halves: 2 x 32 KB fits 48 KB
+    assert last(rows, (720, 1280)) == last(gpu, (720, 1280))
     assert last(rows, (64, 96)) == last(gpu, (64, 96))  # 12 invocations a row: as before
     shape = (48, 512)  # llvmpipe's plan takes the rule too: transforms match numpy
     fft = pyfftgl.gl.TextureFFT(ctx, shape)

@@ -30,14 +30,18 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
         return None
     pad = bool(tuned.pad) if tuned else SH_PAD
     shape = tuned and (tuned.threads, tuned.lines)
-    if (tile_lines is None and limits.row_lines > 1 and not kw.get("load_tiled")
-            and not kw.get("store_tiled") and not kw.get("real_pack") and not kw.get("real_unpack")):
-        # A texture's rows: row_lines of them with the default invocations per line, where
-        # that is a workgroup of ROW_MIN_INVOCATIONS or more (shorter rows keep their shape).
+    if (tile_lines is None and limits.row_lines > 1 and n & (n - 1) == 0
+            and not kw.get("load_tiled") and not kw.get("store_tiled")
+            and not kw.get("real_pack") and not kw.get("real_unpack")):
+        # A texture's rows of a power-of-two length (mixed radices lost time this way):
+        # row_lines of them with the default invocations per line, where that is a workgroup
+        # of ROW_MIN_INVOCATIONS or more (shorter rows keep their shape), sized by the halves
+        # they exchange in (2 x 2048 rgba32f rows on 48 KB).
         threads = shape[0] if shape else _workgroup(n, radices, limits, None, pad)[0]
         if threads * limits.row_lines >= ROW_MIN_INVOCATIONS:
             shape = (threads, limits.row_lines)
             kw = dict(kw, rows_line_fastest=True)
+            halves = True
     # The padding, then the stagger, may be what does not fit; with `halves`, each is tried
     # with float slots first, then vec2.
     # Last, where a strided pass's tiles do not fit even so, it may go line-fastest (untiled).
