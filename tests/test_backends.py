@@ -217,3 +217,21 @@ def test_cli_info_reports_both_backends():
     assert out.returncode == 0, out.stderr
     assert "vulkan: works" in out.stdout and "gl: works" in out.stdout
     assert "shared memory" in out.stdout
+
+
+@pytest.mark.quick
+def test_the_vulkan_query_instance_is_made_once_and_kept(monkeypatch):
+    # NVIDIA's driver (580) invalidates every EGL context of a process when its last VkInstance
+    # is destroyed: making the Vulkan device, which looks at the devices first, broke a GL
+    # context made before it (the caller's and the GL backend's: "cannot create texture",
+    # eglMakeCurrent EGL_BAD_CONTEXT). So the instance those looks use lives with the process.
+    from pyfftgl.backends import _vkinfo
+    made, real = [], _vkinfo.open_instance
+    monkeypatch.setattr(_vkinfo, "open_instance", lambda lib: made.append(1) or real(lib))
+    lib = _vkinfo.load_library()
+    with _vkinfo.instance(lib) as (first, _):
+        assert first is not None
+    assert _vkinfo.physical_devices() == _vkinfo.physical_devices()
+    with _vkinfo.instance(lib) as (again, _):
+        assert again.value == first.value
+    assert len(made) <= 1  # none where an earlier test of this process made it

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
+import threading
 from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_float, c_int32
 from ctypes import c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
 
@@ -232,16 +234,24 @@ def open_instance(lib: ctypes.CDLL):
     return handle, proc, lambda: destroy(handle, None)
 
 
+_instances: dict[int, tuple] = {}  # the process's query instance, by pid (a forked child's own)
+_instances_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def instance(lib: ctypes.CDLL):
-    """A live VkInstance and a `proc(name, restype, *argtypes)` resolving its entry points;
-    (None, None) when no instance can be created (no driver)."""
-    handle, proc, destroy = open_instance(lib)
-    try:
-        yield handle, proc
-    finally:
-        if destroy is not None:
-            destroy()
+    """The process's query VkInstance and a `proc(name, restype, *argtypes)` resolving its entry
+    points; (None, None) when no instance can be created (no driver). Made on first use and never
+    destroyed: NVIDIA's driver (580) invalidates every EGL context of the process when its last
+    VkInstance is destroyed, so a look at the Vulkan devices broke a caller's GL context."""
+    with _instances_lock:
+        pid = os.getpid()
+        if pid not in _instances:
+            handle, proc, _ = open_instance(lib)
+            if handle is not None:  # no driver: try again next time
+                _instances[pid] = (handle, proc)
+        got = _instances.get(pid, (None, None))
+    yield got
 
 
 def create_device(proc, phys, family: int, extensions=(), pnext=None) -> tuple[int, c_void_p]:
