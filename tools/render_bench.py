@@ -44,15 +44,6 @@ def loop_ms(call, finish, k):
 ROUNDS = 7
 
 
-def warm_gpu(call, finish, seconds=1.0):
-    """Calls back to back for `seconds`: an idle GPU's clocks come up only after some work."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        for _ in range(20):
-            call()
-        finish()
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
@@ -62,6 +53,7 @@ def main(argv=None):
     import pyfftgl
     import pyfftgl.gl
     from demos.ocean.gpu import OceanGPU
+    from pyfftgl.bench.timing import warm_up
     from demos.ocean.physics import Ocean, OceanParams
 
     torch = torch_or_none()
@@ -80,7 +72,7 @@ def main(argv=None):
         src = ctx.texture((w, h), 4, a.tobytes(), dtype="f4")
         dst = ctx.texture((w, h), 4, dtype="f4")
         if i == 0 and not args.quick:
-            warm_gpu(lambda: fft.forward(src, dst), ctx.finish)
+            warm_up(lambda: fft.forward(src, dst), ctx.finish, 1.0)
         one = ctx.texture((w, h), 2, a[..., :2].tobytes(), dtype="f4")
         one_dst = ctx.texture((w, h), 2, dtype="f4")
         kern = np.random.default_rng(1).standard_normal((h, w)).astype(np.float32)

@@ -238,10 +238,9 @@ _instances: dict[int, tuple] = {}  # the process's query instance, by pid (a for
 _instances_lock = threading.Lock()
 
 
-@contextlib.contextmanager
-def instance(lib: ctypes.CDLL):
-    """The process's query VkInstance and a `proc(name, restype, *argtypes)` resolving its entry
-    points; (None, None) when no instance can be created (no driver). Made on first use and never
+def query_instance(lib: ctypes.CDLL) -> tuple:
+    """The process's VkInstance and a `proc(name, restype, *argtypes)` resolving its entry points;
+    (None, None) when no instance can be created (no driver). Made on first use and never
     destroyed: NVIDIA's driver (580) invalidates every EGL context of the process when its last
     VkInstance is destroyed, so a look at the Vulkan devices broke a caller's GL context."""
     with _instances_lock:
@@ -250,8 +249,13 @@ def instance(lib: ctypes.CDLL):
             handle, proc, _ = open_instance(lib)
             if handle is not None:  # no driver: try again next time
                 _instances[pid] = (handle, proc)
-        got = _instances.get(pid, (None, None))
-    yield got
+        return _instances.get(pid, (None, None))
+
+
+@contextlib.contextmanager
+def instance(lib: ctypes.CDLL):
+    """query_instance(lib) for a `with` block (the instance outlives it)."""
+    yield query_instance(lib)
 
 
 def create_device(proc, phys, family: int, extensions=(), pnext=None) -> tuple[int, c_void_p]:

@@ -130,10 +130,10 @@ class _GL:
 class _VulkanAllocator:
     """A VkDevice on the physical device with the given UUIDs, allocating exportable device-local
     memory. One per GPU (allocator()), kept for the life of the process: GL holds the memory it
-    hands out, and its instance and device are never destroyed under it."""
+    hands out, and its device (on the process's query instance) is never destroyed under it."""
 
     def __init__(self, driver_uuid: bytes, device_uuids: list[bytes]):
-        handle, proc, _ = _vkinfo.open_instance(_vkinfo.load_library())
+        handle, proc = _vkinfo.query_instance(_vkinfo.load_library())
         if handle is None:
             raise OSError("no Vulkan instance")
         self.proc = proc

@@ -32,17 +32,21 @@ def best_of(measure, reps: int, limit: int = 40) -> float:
     return best
 
 
-def _warm(device, sub, seconds: float = 0.3) -> None:
-    """Keep the GPU busy with `sub` for a while first: an idle GPU lowers its core and memory
+def warm_up(call, finish, seconds: float = 0.3) -> None:
+    """Keep the GPU busy with call() for a while first: an idle GPU lowers its core and memory
     clocks and raises them only some time after work begins, so a short burst after host work
     (compiling, filling buffers) runs slower than the same work on a busy GPU; callers that
     must not be fooled time twice (tune, time_gpu)."""
     t0 = time.perf_counter()
     while True:
-        sub.run()
-        device.finish()  # GL would queue seconds of work otherwise
+        call()
+        finish()  # GL would queue seconds of work otherwise
         if time.perf_counter() - t0 >= seconds:
             return
+
+
+def _warm(device, sub, seconds: float = 0.3) -> None:
+    warm_up(sub.run, device.finish, seconds)
 
 
 def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
