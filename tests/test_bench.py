@@ -134,13 +134,15 @@ def test_loop_section_in_the_results_file(backend, tmp_path):
 
 
 def test_cli_loop_mode(capsys):
-    # the flags reach the loop (both backends' loops: test_loop_section_in_the_results_file)
+    # the flags reach the loop (both backends' loops: test_loop_section_in_the_results_file).
+    # A loop grows past K calls until it lasts 50 ms, so K is large enough that it stays K at
+    # any speed a Python call can reach (5 us a call).
     from pyfftgl.__main__ import main
     assert main(["bench", "--loop", "--only", "--lengths", "64", "--elements", "1024",
                  "--backends", "vulkan", "--no-cpu", "--no-write", "--repeat", "1",
-                 "--loop-calls", "1000"]) == 0
+                 "--loop-calls", "10000"]) == 0
     out = capsys.readouterr().out
-    assert "fft 16x64 " in out and "us/call" in out and "| fft 16x64 | vulkan | 1000 | " in out
+    assert "fft 16x64 " in out and "us/call" in out and "| fft 16x64 | vulkan | 10000 | " in out
 
 
 def _args(**kw):
