@@ -74,7 +74,7 @@ def test_lengths_factor_into_radices_or_go_to_bluestein(n):
         for p in spec.passes:  # one line in shared memory, or the factors of a four-step
             assert product(p.radices) == p.n and all(x in planner.RADICES for x in p.radices)
             assert p.shared_bytes <= limits.max_shared_bytes
-            assert p.registers <= planner.MAX_REGISTERS
+            assert p.registers <= planner.register_cap(p.radices)
             assert p.threads * p.registers >= p.n  # a line's invocations hold all of it
 
 
@@ -164,7 +164,7 @@ def test_bluestein_only_where_needed():
         smooth = set(planner.prime_factors(n)) <= {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31}
         assert (spec.algorithm == "bluestein") == (not smooth), n
         for p in spec.passes:
-            assert p.registers <= planner.MAX_REGISTERS
+            assert p.registers <= planner.register_cap(p.radices)
             assert p.shared_bytes <= SOFT.max_shared_bytes and p.invocations <= 1024
 
 
@@ -592,7 +592,7 @@ def test_every_plan_covers_its_lengths_and_fits_the_device(lname):
             assert p.shared_bytes <= limits.max_shared_bytes, (name, p.n)
             assert p.invocations == p.threads * p.lines <= limits.max_invocations, (name, p.n)
             assert p.threads <= limits.max_group_size[0] and p.lines <= limits.max_group_size[1]
-            assert p.registers <= planner.MAX_REGISTERS, (name, p.n)
+            assert p.registers <= planner.register_cap(p.radices), (name, p.n)
             # what the kernel's #error guards and its shared-memory declaration require
             slot = planner.FLOAT_BYTES if p.sh_halves else planner.COMPLEX64_BYTES
             assert p.shared_bytes == (p.lines * p.sh_line * slot if p.uses_shared else 0)

@@ -27,7 +27,7 @@ from .records import (BluesteinKernelKey, ChirpKey, FourstepHiKey, FourstepLoKey
 from .rules import (AXIS_TILE_LINES, BLOCK_COLUMNS, BLOCK_ROW_LINES, FOURSTEP_STRIDED_MAX,
                     FOURSTEP_TILE_LINES, MAX_REGISTERS, RADICES, REGISTER_TARGET, SH_PAD,
                     TARGET_INVOCATIONS, TILE_LINES, UNPACK_REGS_MIN_N, UNTILED_AXIS_STAGES,
-                    prime_factors, radices_for, tuned_shape)
+                    prime_factors, radices_for, register_cap, tuned_shape)
 from .storage import (IMAGE_FORMATS, Emitted, ImageFormat, Storage, element_limits, emit,
                       image_format, precision_of)
 from .tables import bluestein_chirp, bluestein_kernel, build_table, twiddle_table

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from .abi import COMPLEX64_BYTES, FLOAT_BYTES
 from .passes import StockhamPass
-from .rules import (FOURSTEP_STRIDED_MAX, FOURSTEP_TILE_LINES, MAX_REGISTERS, ROW_MIN_INVOCATIONS,
-                    SH_PAD, UNTILED_AXIS_STAGES, _workgroup, radices_for, tile_lines_for, tuned_shape)
+from .rules import (FOURSTEP_STRIDED_MAX, FOURSTEP_TILE_LINES, ROW_MIN_INVOCATIONS,
+                    SH_PAD, UNTILED_AXIS_STAGES, _workgroup, radices_for, register_cap,
+                    tile_lines_for, tuned_shape)
 
 
 def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
@@ -62,9 +63,8 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
         shape = (threads, 0)  # the same invocations, the default lines
     else:
         return None
-    # Registers per invocation stay bounded: beyond MAX_REGISTERS complex values the compiler
-    # spills.
-    if p.registers > MAX_REGISTERS:
+    # Registers per invocation stay bounded: beyond that the compiler spills.
+    if p.registers > register_cap(radices):
         return None
     return p
 

@@ -38,9 +38,10 @@ FOURSTEP_STRIDED_MAX = 512
 BLOCK_COLUMNS = 4
 BLOCK_ROW_LINES = 2
 # Complex values an invocation keeps in registers: aim for REGISTER_TARGET, never above MAX
-# (beyond that the compiler spills).
+# (beyond that the compiler spills: AMD's did with 64 and radix-16 temporaries), unless one
+# butterfly of the largest radix holds more (radix 49: register_cap).
 REGISTER_TARGET = 32
-MAX_REGISTERS = 64
+MAX_REGISTERS = 48
 # Pad shared memory against bank conflicts unless a tuned entry says otherwise.
 SH_PAD = False
 # The fused real unpack goes from registers on half-length lines of this many points or more (see
@@ -102,6 +103,11 @@ def radices_for(n: int) -> tuple[int, ...] | None:
     return tuple(odd + two)
 
 
+def register_cap(radices) -> int:
+    """The most complex values an invocation may hold: MAX_REGISTERS, or one butterfly."""
+    return max(MAX_REGISTERS, max(radices, default=1))
+
+
 def _registers(n: int, radices, threads: int) -> int:
     """The most complex values an invocation holds in one stage: a radix-r stage gives each of
     `threads` invocations ceil(n / r / threads) butterflies of r values."""
@@ -158,6 +164,9 @@ def _workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
         # sized for the large radix; more invocations keep that under REGISTER_TARGET values.
         while (threads < min(TARGET_INVOCATIONS, cap)
                and _registers(n, radices, threads) > REGISTER_TARGET):
+            threads = min(cap, threads * 2)
+        # Lines too long for that many (16384 points on 64 KB) take more still.
+        while threads < cap and _registers(n, radices, threads) > register_cap(radices):
             threads = min(cap, threads * 2)
     if lines_wanted is not None:
         # A tile of at least lines_wanted lines, wider when the line's invocations are few: a

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .records import TunedShape
-from .rules import (MAX_REGISTERS, REGISTER_TARGET, _ODD_PRIMES, _ODD_SQUARES, _registers,
+from .rules import (REGISTER_TARGET, _ODD_PRIMES, _ODD_SQUARES, _registers, register_cap,
                     prime_factors)
 
 
@@ -60,7 +60,7 @@ def shape_candidates(n: int, limits) -> list[TunedShape]:
             for b in (1, 2):
                 threads = -(-span // b)
                 regs = _registers(n, radices, threads)
-                if threads > cap or regs > (MAX_REGISTERS if b == 1 else REGISTER_TARGET):
+                if threads > cap or regs > (register_cap(radices) if b == 1 else REGISTER_TARGET):
                     continue
                 for pad in (False, True) if n % 2 == 0 else (False,):
                     cand = TunedShape(n, radices, threads, 0, pad)
