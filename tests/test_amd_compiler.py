@@ -22,9 +22,9 @@ RADV_ICD = Path("/usr/share/vulkan/icd.d/radeon_icd.x86_64.json")
 PROFILES = ("amd-rdna3-radv", "amd-rdna3-windows")
 
 
-def kernels() -> dict[str, tuple[str, int]]:
-    """Vulkan source -> (where it comes from, storage buffers it binds) of every distinct
-    kernel of the sweep, planned for each AMD profile in both precisions."""
+def kernels() -> dict[str, str]:
+    """Vulkan source -> where it comes from, of every distinct kernel of the sweep, planned
+    for each AMD profile in both precisions."""
     sys.path.insert(0, str(ROOT / "tools"))
     import plan_dump
     from pyfftgl import planner, profiles, shaders
@@ -41,7 +41,7 @@ def kernels() -> dict[str, tuple[str, int]]:
                     continue
                 for p, defines in zip(spec.passes, planner.emit(spec, storage).defines):
                     src = shaders.assemble(p.kernel, defines, "vulkan")
-                    out.setdefault(src, (f"{name} fp{precision} {what}: {p.kernel}", 3))
+                    out.setdefault(src, f"{name} fp{precision} {what}: {p.kernel}")
     return out
 
 
@@ -51,9 +51,8 @@ def compile_all() -> dict:
     from pyfftgl.backends import vkinfo
     from pyfftgl.bench.vkstats import pipeline_statistics
     found = {}
-    for src, (what, bindings) in kernels().items():
-        stats = pipeline_statistics(shaders.compile_spirv(src), 4 * len(planner.PUSH_NAMES),
-                                    bindings)
+    for src, what in kernels().items():  # three storage buffers, as plan_dump's kernels bind
+        stats = pipeline_statistics(shaders.compile_spirv(src), 4 * len(planner.PUSH_NAMES), 3)
         found[what] = [e["stats"] for e in stats]
     return {"devices": [d["device_name"] for d in vkinfo.physical_devices()], "kernels": found}
 
