@@ -62,6 +62,14 @@ class Spectrum:
         return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"
 
 
+def texture_limits(limits, fields: int):
+    """The limits TextureFFT plans with for elements of `fields` complex values: as if memory
+    were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), and
+    rows TextureFFT.ROW_LINES at once."""
+    return replace(element_limits(limits, planner.COMPLEX64_BYTES * fields),
+                   tile_lines=max(1, planner.TILE_LINES // fields), row_lines=TextureFFT.ROW_LINES)
+
+
 class TextureFFT:
     """2D FFTs of (height, width) textures on the ModernGL context `ctx` (GL 4.3+), for any size
     the library plans (mixed radix and Bluestein included). `norm` as numpy's for forward and
@@ -114,10 +122,7 @@ class TextureFFT:
         plan = self._plans.get(key)
         if plan is not None:
             return plan
-        # An element is `fields` complex values: plan as if memory were smaller, with column
-        # tiles of fewer, wider elements (the same 32-byte sectors), and rows ROW_LINES at once.
-        limits = replace(element_limits(self.device.info.limits, planner.COMPLEX64_BYTES * fields),
-                         tile_lines=max(1, planner.TILE_LINES // fields), row_lines=self.ROW_LINES)
+        limits = texture_limits(self.device.info.limits, fields)
         # the layer is the batch: one more grid dimension of the same passes
         shape, axes = ((layers,) + self.shape, (1, 2)) if layers else (self.shape, (0, 1))
         spec = planner.plan_c2c(shape, axes, inverse, norm, limits)

@@ -2,9 +2,9 @@
 
 Mesa's RADV compiles with ACO, the compiler of AMD's GPUs on Linux, and runs without any AMD
 hardware when RADV_FORCE_FAMILY names a chip (its null winsys): pipelines are built, nothing
-executes. So on any machine the suite builds each distinct kernel of tools/plan_dump.py's sweep as
-planned under the AMD device profiles, in float32 and float64, for RDNA2 (navi21) and RDNA3
-(gfx1101, the profiles' RX 7800 XT), and reads what ACO made of it through
+executes. So on any machine the suite builds each distinct kernel of tools/plan_dump.py's sweep
+(float32 and float64) and of TextureFFT's plans, as planned under the AMD device profiles, for
+RDNA2 (navi21) and RDNA3 (gfx1101, the profiles' RX 7800 XT), and reads what ACO made of it through
 VK_KHR_pipeline_executable_properties: every kernel must build, and on RDNA2 without a register
 spilled to scratch memory (a spill turns register reads into memory traffic in every stage).
 
@@ -22,13 +22,11 @@ RADV_ICD = Path("/usr/share/vulkan/icd.d/radeon_icd.x86_64.json")
 PROFILES = ("amd-rdna3-radv", "amd-rdna3-windows")
 
 
-def kernels() -> dict[str, str]:
-    """Vulkan source -> where it comes from, of every distinct kernel of the sweep, planned
-    for each AMD profile in both precisions."""
+def _fft_kernels(out: dict) -> None:
+    """The sweep's kernels, planned for each AMD profile in both precisions."""
     sys.path.insert(0, str(ROOT / "tools"))
     import plan_dump
     from pyfftgl import planner, profiles, shaders
-    out = {}
     for name in PROFILES:
         for precision in (32, 64):
             storage = planner.Storage(precision=precision)
@@ -39,9 +37,58 @@ def kernels() -> dict[str, str]:
                     spec = planner.plan_steps(shape, steps, limits)
                 except ValueError:  # beyond the profile's buffers: test_profiles covers it
                     continue
-                for p, defines in zip(spec.passes, planner.emit(spec, storage).defines):
-                    src = shaders.assemble(p.kernel, defines, "vulkan")
-                    out.setdefault(src, f"{name} fp{precision} {what}: {p.kernel}")
+                for i, defines in enumerate(planner.emit(spec, storage).defines):
+                    src = shaders.assemble(spec.passes[i].kernel, defines, "vulkan")
+                    out.setdefault(src, (f"{name} fp{precision} {what} pass {i}", 3, ()))
+
+
+# TextureFFT's plans: (src format, dst format) of forward and inverse calls, and of convolve's
+# halves (image to buffer with the spectrum, buffer to image), one texture or an array of 8.
+TEXTURE_FORMATS = (("rgba32f", "rgba32f"), ("rgba16f", "rgba16f"), ("rg32f", "rg32f"),
+                   ("r32f", "rg32f"))
+TEXTURE_SHAPES = ((720, 1280), (1024, 1024), (1080, 1920), (2048, 2048), (97, 60))
+
+
+def _texture_kernels(out: dict) -> None:
+    """TextureFFT's kernels for each AMD profile. GL gives images their own units; in Vulkan's
+    one binding space a pass writing an image at unit 0 after reading a buffer takes binding 1
+    (its output buffer's, unused there) instead."""
+    from pyfftgl import planner, profiles, shaders
+    from pyfftgl.gl import texture_limits
+    for name in PROFILES:
+        for fs, fd in TEXTURE_FORMATS:
+            fields = planner.IMAGE_FORMATS[fs].fields
+            limits = texture_limits(profiles.get_profile(name).limits, fields)
+            for (h, w), layers in [(s, 0) for s in TEXTURE_SHAPES] + [((512, 512), 8)]:
+                shape, axes = ((layers, h, w), (1, 2)) if layers else ((h, w), (0, 1))
+                arrays = ("in", "out") if layers else ()
+                calls = [(inverse, (("in", fs), ("out", fd)), 0) for inverse in (False, True)]
+                calls += [(False, (("in", fs),), spec) for spec in range(1, fields + 1)]
+                calls += [(True, (("out", fd),), 0)]
+                for inverse, images, spec_fields in calls:
+                    spec = planner.plan_c2c(shape, axes, inverse, "backward", limits)
+                    bound = tuple(n for n, _ in images if n in arrays)
+                    storage = planner.Storage(fields=fields, images=images, width=w, height=h,
+                                              layers=max(layers, 1), arrays=bound,
+                                              spec_fields=spec_fields)
+                    for i, d in enumerate(planner.emit(spec, storage).defines):
+                        d = dict(d)
+                        if "OUT_IMAGE" in d and "IN_IMAGE" not in d:
+                            d["OUT_UNIT0"] = 1
+                        units = (0,) * ("IN_IMAGE" in d) + (d.get("OUT_UNIT0"),) * ("OUT_IMAGE" in d)
+                        what = (f"{name} texture {fs}->{fd} {w}x{h}x{layers} "
+                                f"{'inverse' if inverse else 'forward'} images {'+'.join(n for n, _ in images)} "
+                                f"spec {spec_fields} pass {i}")
+                        out.setdefault(shaders.assemble(spec.passes[i].kernel, d, "vulkan"),
+                                       (what, 4 if "MUL_SPEC" in d else 3, units))
+
+
+def kernels() -> dict[str, tuple[str, int, tuple]]:
+    """Vulkan source -> (where it comes from, bindings, which of them are images) of every
+    distinct kernel."""
+    out: dict = {}
+    _fft_kernels(out)
+    _texture_kernels(out)
     return out
 
 
@@ -51,8 +98,9 @@ def compile_all() -> dict:
     from pyfftgl.backends import vkinfo
     from pyfftgl.bench.vkstats import pipeline_statistics
     found = {}
-    for src, what in kernels().items():  # three storage buffers, as plan_dump's kernels bind
-        stats = pipeline_statistics(shaders.compile_spirv(src), 4 * len(planner.PUSH_NAMES), 3)
+    for src, (what, bindings, images) in kernels().items():
+        stats = pipeline_statistics(shaders.compile_spirv(src), 4 * len(planner.PUSH_NAMES),
+                                    bindings, images=images)
         found[what] = [e["stats"] for e in stats]
     return {"devices": [d["device_name"] for d in vkinfo.physical_devices()], "kernels": found}
 
@@ -70,7 +118,7 @@ def _compiled(family: str, tmp_path) -> dict:
     result = json.loads(out.read_text())
     assert result["devices"] == [f"Null hardware (RADV {family.upper()})"], result["devices"]
     kernels = result["kernels"]
-    assert len(kernels) > 100, f"only {len(kernels)} kernels"
+    assert len(kernels) > 500, f"only {len(kernels)} kernels"
     # each kernel was compiled, not just accepted: instructions and registers were counted
     assert all(s["Instructions"] > 0 and s["VGPRs"] > 0 for e in kernels.values() for s in e)
     return kernels
