@@ -42,6 +42,9 @@ BLOCK_ROW_LINES = 2
 # butterfly of the largest radix holds more (radix 49: register_cap).
 REGISTER_TARGET = 32
 MAX_REGISTERS = 48
+# Long lines whose TARGET_INVOCATIONS invocations would each hold REGISTER_TARGET values or more
+# take more invocations, down to this many values each (see _workgroup).
+LONG_LINE_VALUES = 16
 # Pad shared memory against bank conflicts unless a tuned entry says otherwise.
 SH_PAD = False
 # The fused real unpack goes from registers on half-length lines of this many points or more (see
@@ -165,9 +168,14 @@ def _workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
         while (threads < min(TARGET_INVOCATIONS, cap)
                and _registers(n, radices, threads) > REGISTER_TARGET):
             threads = min(cap, threads * 2)
-        # Lines too long for that many (16384 points on 64 KB) take more still.
-        while threads < cap and _registers(n, radices, threads) > register_cap(radices):
-            threads = min(cap, threads * 2)
+        # Lines too long for that many (8192 points and up on 48 KB) take more still: at 32
+        # values an invocation NVIDIA's compiler used 249 registers (one workgroup per SM),
+        # and AMD's spilled at 64.
+        if (threads >= min(TARGET_INVOCATIONS, cap)
+                and _registers(n, radices, threads) >= REGISTER_TARGET):
+            while (threads < cap and _registers(n, radices, threads)
+                   > max(LONG_LINE_VALUES, rmax)):
+                threads = min(cap, threads * 2)
     if lines_wanted is not None:
         # A tile of at least lines_wanted lines, wider when the line's invocations are few: a
         # 64-point column with 16 invocations takes 16 lines, 256 invocations and 128-byte rows.
