@@ -38,8 +38,8 @@ FOURSTEP_STRIDED_MAX = 512
 BLOCK_COLUMNS = 4
 BLOCK_ROW_LINES = 2
 # Complex values an invocation keeps in registers: aim for REGISTER_TARGET, never above MAX
-# (beyond that the compiler spills: AMD's did with 64 and radix-16 temporaries), unless one
-# butterfly of the largest radix holds more (radix 49: register_cap).
+# (beyond that compilers spill), unless one butterfly of the largest radix holds more
+# (register_cap).
 REGISTER_TARGET = 32
 MAX_REGISTERS = 48
 # Long lines whose TARGET_INVOCATIONS invocations would each hold REGISTER_TARGET values or more
@@ -168,9 +168,8 @@ def _workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
         while (threads < min(TARGET_INVOCATIONS, cap)
                and _registers(n, radices, threads) > REGISTER_TARGET):
             threads = min(cap, threads * 2)
-        # Lines too long for that many (8192 points and up on 48 KB) take more still: at 32
-        # values an invocation NVIDIA's compiler used 249 registers (one workgroup per SM),
-        # and AMD's spilled at 64.
+        # Lines too long for that many (8192 points and up on 48 KB) take more still: their
+        # registers, not shared memory, limit the workgroups an SM holds (performance-log).
         if (threads >= min(TARGET_INVOCATIONS, cap)
                 and _registers(n, radices, threads) >= REGISTER_TARGET):
             while (threads < cap and _registers(n, radices, threads)
