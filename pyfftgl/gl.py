@@ -8,17 +8,21 @@
 Texel (x, y) is element [y, x] of a C-ordered (height, width, components) float32 array, as
 `texture.write(a.tobytes())` lays it out. rg32f holds one complex field (r + i g), rgba32f two
 (r + i g, b + i a) transformed in the same dispatches, r32f a real field (imaginary parts read as
-zero, real parts written). The passes are the library's one-dispatch-per-axis kernels reading and
-writing image2Ds; between passes the data goes through a plan-owned buffer (`intermediate=
-"buffer"`) or texture ("image").
+zero, real parts written). The passes are the library's one-dispatch-per-axis kernels reading
+textures (texelFetch through a nearest-texel sampler, whatever the texture's own filters) and
+writing image2Ds; between passes the data goes through a plan-owned texture (`intermediate=
+"image"`, where the two axes take one pass each) or buffer ("buffer").
 A TextureArray (every layer) or a list of textures of one format is one set of passes, the
-layer one more grid dimension (image2DArray, or image2Ds selected per layer: up to 8 a pass).
+layer one more grid dimension (array textures, or textures selected per layer: up to 8 a pass).
 Half-float textures (r16f, rg16f, rgba16f: dtype 'f2') are read and written the same way at half
 the bandwidth, computed in float32; what lies between the passes stays float32.
 
-GL state a call changes: SSBO bindings 0-3, image units 0-1 (0-7 for lists) and the current
-program; it ends with a memory barrier of all bits, so the caller's next draw may sample the
-results.
+GL state a call changes: SSBO bindings 0-3, texture units 0-7 (the textures it reads; the
+sampler it binds to them is unbound again), image units 0-7 (those it writes) and the current
+program. It orders its reads after your writes to them (a texture-fetch barrier first), and
+ends with a memory barrier for sampling, texelFetch, drawing into and copying the results; a
+shader of yours that reads them with imageLoad needs
+`ctx.memory_barrier(moderngl.SHADER_IMAGE_ACCESS_BARRIER_BIT)` before it.
 """
 from __future__ import annotations
 
@@ -88,7 +92,7 @@ class TextureFFT:
     # blocks of neighbouring rows.
     ROW_LINES = 2
 
-    def __init__(self, ctx, shape, norm=None, *, intermediate: str = "buffer"):
+    def __init__(self, ctx, shape, norm=None, *, intermediate: str = "image"):
         if len(shape) != 2 or any(int(n) != n or n < 1 for n in shape):
             raise ValueError(f"shape must be (height, width) of positive integers, got {shape!r}")
         if intermediate not in _INTERMEDIATES:
@@ -106,19 +110,21 @@ class TextureFFT:
         if max(self.shape) > side:
             raise ValueError(f"{self.shape} exceeds this device's largest texture side ({side})")
         self._plans: dict[tuple, TransformPlan] = {}
-        self._mid: dict[int, object] = {}  # fields -> the buffer between convolve's halves
+        self._mid: dict[tuple, object] = {}  # (fields, layers) -> what lies between convolve's halves
         self._recorded = Recorded(self.RECORDED)
         self._lock = threading.Lock()
 
     # -- plans ------------------------------------------------------------------------------
 
     def _plan(self, inverse: bool, norm: str, fields: int, src: str | None, dst: str | None,
-              spec_fields: int = 0, layers: int = 0, kind: str = "") -> TransformPlan:
+              spec_fields: int = 0, layers: int = 0, kind: str = "",
+              own: str = "") -> TransformPlan:
         """The plan reading an image of format `src` (None: a buffer) and writing `dst`;
         `layers` > 0: that many images in one set of passes, bound as one TextureArray
-        (kind "array") or a list of textures (kind "list")."""
+        (kind "array") or a list of textures (kind "list"), except `own` ("in" or "out"): a
+        texture of the TextureFFT's, every layer in it one below the other."""
         mid = self.intermediate == "image" and src is not None and dst is not None
-        key = (inverse, norm, fields, src, dst, spec_fields, mid, layers, kind)
+        key = (inverse, norm, fields, src, dst, spec_fields, mid, layers, kind, own)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
@@ -135,7 +141,8 @@ class TextureFFT:
         if (mid and len(spec.passes) == 2 and sizes.get("w0") == self.size * max(layers, 1)
                 and self.shape[0] * max(layers, 1) <= self.device.info.limits.max_texture_size):
             images.append(("w0", "rgba32f" if fields == 2 else "rg32f"))
-        bound = tuple(name for name, _ in images if name in ("in", "out")) if layers else ()
+        bound = (tuple(name for name, _ in images if name in ("in", "out") and name != own)
+                 if layers else ())
         storage = Storage(fields=fields, images=tuple(images), width=self.shape[1],
                           spec_fields=spec_fields, layers=max(layers, 1), height=self.shape[0],
                           arrays=bound if kind == "array" else (),
@@ -143,20 +150,27 @@ class TextureFFT:
         plan = self._plans[key] = TransformPlan(spec, self.device, limits, norm, storage=storage)
         return plan
 
-    def _list_size(self, fs: str, fd: str) -> int:
-        """How many textures of a list one set of passes takes: a pass binds the list on one
-        side (and the plan's own image where intermediate="image"), at most 8 (the kernel's)."""
-        units = getattr(self.device, "image_units", 8) - (self.intermediate == "image")
-        h, w = self.shape
-        if h == 1 or w == 1:  # one pass may read and write the lists
-            units //= 2
-        return max(1, min(8, units))
+    def _list_size(self) -> int:
+        """How many textures of a list one set of passes takes: a pass reads a list through
+        texture units (compute shaders have at least 16) and writes one to image units, at most
+        8 (the kernel's)."""
+        return max(1, min(8, getattr(self.device, "image_units", 8)))
 
-    def _mid_buffer(self, fields: int, layers: int = 1):
-        buf = self._mid.get((fields, layers))
-        if buf is None:
-            buf = self._mid[(fields, layers)] = self.device.buffer(self.size * 8 * fields * layers)
-        return buf
+    def _between(self, fields: int, layers: int):
+        """What convolve's forward half writes and its inverse half reads, (object, image
+        format or None): a float32 texture of every layer one below the other, read through a
+        sampler (so GL orders the halves with the texture-fetch barrier), or where that would
+        exceed the largest texture side, a buffer."""
+        got = self._mid.get((fields, layers))
+        if got is None:
+            fmt = "rgba32f" if fields == 2 else "rg32f"
+            h, w = self.shape
+            if h * layers <= self.device.info.limits.max_texture_size:
+                got = (self.device.image(w, h * layers, fmt), fmt)
+            else:
+                got = (self.device.buffer(self.size * 8 * fields * layers), None)
+            self._mid[(fields, layers)] = got
+        return got
 
     def _check_open(self) -> None:
         if self._closed:
@@ -233,7 +247,7 @@ class TextureFFT:
             else:
                 lists.setdefault((fs, fd), []).append((s, d))
         for (fs, fd), pairs in lists.items():
-            k = self._list_size(fs, fd)
+            k = self._list_size()
             for lo in range(0, len(pairs), k):
                 chunk = pairs[lo:lo + k]
                 groups.append(([p[0] for p in chunk], [p[1] for p in chunk], fs, fd,
@@ -354,10 +368,10 @@ class TextureFFT:
             out = []
             for ss, ds, fs, fd, layers, kind in groups:
                 fields = IMAGE_FORMATS[fs].fields
-                mid = self._mid_buffer(fields, max(layers, 1))
-                fwd = self._plan(False, "backward", fields, fs, None, spectrum.fields,
-                                 layers, kind)
-                inv = self._plan(True, "backward", fields, None, fd, 0, layers, kind)
+                mid, fm = self._between(fields, max(layers, 1))
+                fwd = self._plan(False, "backward", fields, fs, fm, spectrum.fields,
+                                 layers, kind, own="out")
+                inv = self._plan(True, "backward", fields, fm, fd, 0, layers, kind, own="in")
                 out += fwd.flat_dispatches({"in": self._images(ss, kind), "out": mid,
                                             "spec": spectrum.buffer})
                 out += inv.flat_dispatches({"in": mid, "out": self._images(ds, kind)})

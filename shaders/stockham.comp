@@ -115,11 +115,14 @@ layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 
 // restrict: a pass never reads the buffer it writes (plans use distinct buffers, in-place calls
 // are refused), which lets the compiler keep loads in the read-only cache path.
-// IN_IMAGE / OUT_IMAGE (an image format: r32f, rg32f, rgba32f): the pass reads / writes an
-// image2D instead, element e at texel (e % IMG_WIDTH, e / IMG_WIDTH), so a texture is
-// transformed where it lives; r32f holds real parts (imaginary parts read as zero).
-// IN_ARRAY / OUT_ARRAY: an image2DArray of layers of IMG_HEIGHT rows, element e in layer
-// e / (IMG_WIDTH IMG_HEIGHT); IN_LIST / OUT_LIST = L: L image2Ds of IMG_HEIGHT rows, one per
+// IN_IMAGE / OUT_IMAGE (an image format: r32f, rg32f, rgba32f, or their 16f): the pass reads a
+// texture through a sampler (texelFetch, texture unit 0..) / writes an image2D instead, element e
+// at texel (e % IMG_WIDTH, e / IMG_WIDTH), so a texture is transformed where it lives; r32f holds
+// real parts (imaginary parts read as zero). Reads go through samplers because GL then orders a
+// pass after the one writing its input with the texture-fetch barrier, which NVIDIA's driver
+// makes far cheaper than the image or storage one.
+// IN_ARRAY / OUT_ARRAY: a 2D array texture of layers of IMG_HEIGHT rows, element e in layer
+// e / (IMG_WIDTH IMG_HEIGHT); IN_LIST / OUT_LIST = L: L 2D textures of IMG_HEIGHT rows, one per
 // layer (input units 0..L-1, output units OUT_UNIT0..), so every layer runs in one dispatch.
 #if defined(IN_LIST) && IN_LIST > 8 || defined(OUT_LIST) && OUT_LIST > 8
 #error "at most 8 images per list"
@@ -129,62 +132,64 @@ layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 #define IMG_XY(e) ivec2((e) % IMG_WIDTH, (e) / IMG_WIDTH % IMG_HEIGHT)
 #endif
 #define IMG_DECL(q, f, u, name) layout(f, binding = u) uniform restrict q image2D name;
+#define SRC_DECL(u, name) layout(binding = u) uniform sampler2D name;
+#define SRC_LOAD(name, p) texelFetch(name, p, 0)
 #ifdef IN_IMAGE
 #if defined(IN_ARRAY)
-layout(IN_IMAGE, binding = 0) uniform restrict readonly image2DArray src_img;
-vec4 src_texel(uint e) { return imageLoad(src_img, ivec3(IMG_XY(e), IMG_LAYER(e))); }
+layout(binding = 0) uniform sampler2DArray src_img;
+vec4 src_texel(uint e) { return texelFetch(src_img, ivec3(IMG_XY(e), IMG_LAYER(e)), 0); }
 #elif defined(IN_LIST)
-IMG_DECL(readonly, IN_IMAGE, 0, src_img0)
+SRC_DECL(0, src_img0)
 #if IN_LIST > 1
-IMG_DECL(readonly, IN_IMAGE, 1, src_img1)
+SRC_DECL(1, src_img1)
 #endif
 #if IN_LIST > 2
-IMG_DECL(readonly, IN_IMAGE, 2, src_img2)
+SRC_DECL(2, src_img2)
 #endif
 #if IN_LIST > 3
-IMG_DECL(readonly, IN_IMAGE, 3, src_img3)
+SRC_DECL(3, src_img3)
 #endif
 #if IN_LIST > 4
-IMG_DECL(readonly, IN_IMAGE, 4, src_img4)
+SRC_DECL(4, src_img4)
 #endif
 #if IN_LIST > 5
-IMG_DECL(readonly, IN_IMAGE, 5, src_img5)
+SRC_DECL(5, src_img5)
 #endif
 #if IN_LIST > 6
-IMG_DECL(readonly, IN_IMAGE, 6, src_img6)
+SRC_DECL(6, src_img6)
 #endif
 #if IN_LIST > 7
-IMG_DECL(readonly, IN_IMAGE, 7, src_img7)
+SRC_DECL(7, src_img7)
 #endif
 vec4 src_texel(uint e) {
     uint l = IMG_LAYER(e);
     ivec2 p = IMG_XY(e);
 #if IN_LIST > 1
-    if (l == 1u) return imageLoad(src_img1, p);
+    if (l == 1u) return SRC_LOAD(src_img1, p);
 #endif
 #if IN_LIST > 2
-    if (l == 2u) return imageLoad(src_img2, p);
+    if (l == 2u) return SRC_LOAD(src_img2, p);
 #endif
 #if IN_LIST > 3
-    if (l == 3u) return imageLoad(src_img3, p);
+    if (l == 3u) return SRC_LOAD(src_img3, p);
 #endif
 #if IN_LIST > 4
-    if (l == 4u) return imageLoad(src_img4, p);
+    if (l == 4u) return SRC_LOAD(src_img4, p);
 #endif
 #if IN_LIST > 5
-    if (l == 5u) return imageLoad(src_img5, p);
+    if (l == 5u) return SRC_LOAD(src_img5, p);
 #endif
 #if IN_LIST > 6
-    if (l == 6u) return imageLoad(src_img6, p);
+    if (l == 6u) return SRC_LOAD(src_img6, p);
 #endif
 #if IN_LIST > 7
-    if (l == 7u) return imageLoad(src_img7, p);
+    if (l == 7u) return SRC_LOAD(src_img7, p);
 #endif
-    return imageLoad(src_img0, p);
+    return SRC_LOAD(src_img0, p);
 }
 #else
-IMG_DECL(readonly, IN_IMAGE, 0, src_img)
-vec4 src_texel(uint e) { return imageLoad(src_img, ivec2(e % IMG_WIDTH, e / IMG_WIDTH)); }
+SRC_DECL(0, src_img)
+vec4 src_texel(uint e) { return SRC_LOAD(src_img, ivec2(e % IMG_WIDTH, e / IMG_WIDTH)); }
 #endif
 CPLX src_at(uint e) {
     vec4 t = src_texel(e);

@@ -39,53 +39,57 @@ def _fft_kernels(out: dict) -> None:
                     continue
                 for i, defines in enumerate(planner.emit(spec, storage).defines):
                     src = shaders.assemble(spec.passes[i].kernel, defines, "vulkan")
-                    out.setdefault(src, (f"{name} fp{precision} {what} pass {i}", 3, ()))
+                    out.setdefault(src, (f"{name} fp{precision} {what} pass {i}", 3, (), ()))
 
 
 # TextureFFT's plans: (src format, dst format) of forward and inverse calls, and of convolve's
-# halves (image to buffer with the spectrum, buffer to image), one texture or an array of 8.
+# halves (image to its float32 texture between them with the spectrum, and back), one texture or
+# an array of 8.
 TEXTURE_FORMATS = (("rgba32f", "rgba32f"), ("rgba16f", "rgba16f"), ("rg32f", "rg32f"),
                    ("r32f", "rg32f"))
 TEXTURE_SHAPES = ((720, 1280), (1024, 1024), (1080, 1920), (2048, 2048), (97, 60))
 
 
 def _texture_kernels(out: dict) -> None:
-    """TextureFFT's kernels for each AMD profile. GL gives images their own units; in Vulkan's
-    one binding space a pass writing an image at unit 0 after reading a buffer takes binding 1
-    (its output buffer's, unused there) instead."""
+    """TextureFFT's kernels for each AMD profile. GL gives textures, images and buffers their
+    own units; in Vulkan's one binding space a pass's input texture is a combined image sampler
+    at binding 0 (its input buffer's) and its output image takes binding 1 (its output
+    buffer's)."""
     from pyfftgl import planner, profiles, shaders
     from pyfftgl.gl import texture_limits
     for name in PROFILES:
         for fs, fd in TEXTURE_FORMATS:
             fields = planner.IMAGE_FORMATS[fs].fields
+            mid = "rgba32f" if fields == 2 else "rg32f"
             limits = texture_limits(profiles.get_profile(name).limits, fields)
             for (h, w), layers in [(s, 0) for s in TEXTURE_SHAPES] + [((512, 512), 8)]:
                 shape, axes = ((layers, h, w), (1, 2)) if layers else ((h, w), (0, 1))
                 arrays = ("in", "out") if layers else ()
-                calls = [(inverse, (("in", fs), ("out", fd)), 0) for inverse in (False, True)]
-                calls += [(False, (("in", fs),), spec) for spec in range(1, fields + 1)]
-                calls += [(True, (("out", fd),), 0)]
-                for inverse, images, spec_fields in calls:
+                calls = [(inverse, (("in", fs), ("out", fd)), 0, "") for inverse in (False, True)]
+                calls += [(False, (("in", fs), ("out", mid)), spec, "out")
+                          for spec in range(1, fields + 1)]
+                calls += [(True, (("in", mid), ("out", fd)), 0, "in")]
+                for inverse, images, spec_fields, own in calls:
                     spec = planner.plan_c2c(shape, axes, inverse, "backward", limits)
-                    bound = tuple(n for n, _ in images if n in arrays)
+                    bound = tuple(n for n, _ in images if n in arrays and n != own)
                     storage = planner.Storage(fields=fields, images=images, width=w, height=h,
                                               layers=max(layers, 1), arrays=bound,
                                               spec_fields=spec_fields)
                     for i, d in enumerate(planner.emit(spec, storage).defines):
                         d = dict(d)
-                        if "OUT_IMAGE" in d and "IN_IMAGE" not in d:
+                        if "OUT_IMAGE" in d:
                             d["OUT_UNIT0"] = 1
-                        units = (0,) * ("IN_IMAGE" in d) + (d.get("OUT_UNIT0"),) * ("OUT_IMAGE" in d)
                         what = (f"{name} texture {fs}->{fd} {w}x{h}x{layers} "
                                 f"{'inverse' if inverse else 'forward'} images {'+'.join(n for n, _ in images)} "
                                 f"spec {spec_fields} pass {i}")
                         out.setdefault(shaders.assemble(spec.passes[i].kernel, d, "vulkan"),
-                                       (what, 4 if "MUL_SPEC" in d else 3, units))
+                                       (what, 4 if "MUL_SPEC" in d else 3,
+                                        (1,) * ("OUT_IMAGE" in d), (0,) * ("IN_IMAGE" in d)))
 
 
-def kernels() -> dict[str, tuple[str, int, tuple]]:
-    """Vulkan source -> (where it comes from, bindings, which of them are images) of every
-    distinct kernel."""
+def kernels() -> dict[str, tuple[str, int, tuple, tuple]]:
+    """Vulkan source -> (where it comes from, bindings, which of them are storage images, which
+    are samplers) of every distinct kernel."""
     out: dict = {}
     _fft_kernels(out)
     _texture_kernels(out)
@@ -98,9 +102,9 @@ def compile_all() -> dict:
     from pyfftgl.backends import vkinfo
     from pyfftgl.bench.vkstats import pipeline_statistics
     found = {}
-    for src, (what, bindings, images) in kernels().items():
+    for src, (what, bindings, images, samplers) in kernels().items():
         stats = pipeline_statistics(shaders.compile_spirv(src), 4 * len(planner.PUSH_NAMES),
-                                    bindings, images=images)
+                                    bindings, images=images, samplers=samplers)
         found[what] = [e["stats"] for e in stats]
     return {"devices": [d["device_name"] for d in vkinfo.physical_devices()], "kernels": found}
 

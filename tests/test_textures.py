@@ -206,6 +206,68 @@ def test_convolve_per_field_and_frequency_spectra(ctx):
                        atol=1e-5 * np.abs(np.fft.fft2(two, axes=(0, 1))).max())
 
 
+def test_reads_ignore_the_textures_filters_and_leave_their_sampling_alone(ctx):
+    """The passes read through a nearest-texel sampler: a texture whose minifying filter wants
+    mipmaps it lacks (incomplete, where texelFetch would read zeros) still transforms, and once
+    the call is done, the unit samples with the texture's own linear filter again."""
+    import moderngl
+    shape = (16, 16)
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    a = random_texels(shape, "rg32f", seed=3)
+    src = texture(ctx, a)
+    src.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+    (got,), (x,) = fields(read(fft.forward(src))), fields(a)
+    assert_accurate(got, np.fft.fft2(x), x.size)
+    src.filter = (moderngl.LINEAR, moderngl.LINEAR)
+    probe = ctx.compute_shader("""
+        #version 430
+        layout(local_size_x = 1) in;
+        layout(binding = 0) uniform sampler2D t;
+        layout(std430, binding = 0) writeonly buffer Out { vec2 v; };
+        void main() { v = textureLod(t, vec2(1.0, 0.5) / 16.0, 0.0).rg; }""")
+    out = ctx.buffer(reserve=8)
+    src.use(0)  # the unit fft.forward read src at
+    out.bind_to_storage_buffer(0)
+    probe.run(1)
+    ctx.memory_barrier()
+    halfway = np.frombuffer(out.read(), np.float32)
+    assert np.allclose(halfway, (a[0, 0] + a[0, 1]) / 2, atol=1e-6)  # linear, not nearest
+    for obj in (probe, out, src):
+        obj.release()
+
+
+def test_barriers_follow_what_each_dispatch_reads(ctx):
+    """GL memory barriers by what each dispatch reads of the submission's own writes (the
+    storage bit for buffers, the texture-fetch bit for textures), and after the last, all bits
+    only where a buffer is left written."""
+    import moderngl
+    from pyfftgl.backends.gl import GLImage, TEXTURE_USE_BARRIER_BITS, submission_barriers
+    fetch, storage = moderngl.TEXTURE_FETCH_BARRIER_BIT, moderngl.SHADER_STORAGE_BARRIER_BIT
+    shape = (32, 48)
+    a = random_texels(shape, "rgba32f", seed=4)
+    src, dst = texture(ctx, a), texture(ctx, a)
+    for intermediate, between in (("image", fetch), ("buffer", storage)):
+        fft = pyfftgl.gl.TextureFFT(ctx, shape, intermediate=intermediate)
+        fft.forward(src, dst)
+        (plan,) = fft.plans()
+        ds = plan.flat_dispatches({"in": GLImage(src), "out": GLImage(dst)})
+        # the first reads the caller's texture, the second the first's output
+        assert submission_barriers(ds) == ([fetch, between], TEXTURE_USE_BARRIER_BITS)
+        fft.convolve(src, fft.spectrum(np.ones(shape)), dst)
+        sub = next(reversed(fft._recorded._entries.values()))[1]
+        assert [c[0] for c in sub._calls] == [fetch, between, fetch, between]
+        assert sub._end_barrier == TEXTURE_USE_BARRIER_BITS
+    # A plan writing a buffer ends with every bit: anything may read it next.
+    from pyfftgl import planner
+    from pyfftgl.plans import TransformPlan
+    dev = get_device("gl")
+    spec = planner.plan_c2c((64, 96), (0, 1), False, "backward", dev.info.limits)
+    before, end = submission_barriers(TransformPlan(spec, dev, dev.info.limits, "backward")
+                                      .flat_dispatches())
+    assert before == [0] + [storage] * (len(before) - 1) and len(before) > 1
+    assert end == moderngl.ALL_BARRIER_BITS
+
+
 def test_bad_arguments_raise_before_any_work(ctx):
     fft = pyfftgl.gl.TextureFFT(ctx, (16, 32))
     good = ctx.texture((32, 16), 2, dtype="f4")

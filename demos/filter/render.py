@@ -282,6 +282,8 @@ class FilterRenderer:
         self._dispatch(self.bright_pass, [self.image, self.bright],
                        threshold=float(self.filter.threshold))
         self.fft.convolve(self.bright, self.kernel_spectrum, self.glow)
+        # The composite loads the glow as an image: pyfftgl's barrier covers sampling only.
+        self.ctx.memory_barrier(moderngl.SHADER_IMAGE_ACCESS_BARRIER_BIT)
         self._dispatch(self.composite_pass, [self.image, self.glow, self.output])
         return self.output
 

@@ -93,10 +93,10 @@ class Image(abc.ABC):
 @dataclass(frozen=True, eq=False)
 class Dispatch:
     """One dispatch: `program` over a grid of `groups`, `push` (uint32, one value per
-    program.push_names), storage buffer binding i = buffers[i] (None: unused), image unit i =
-    images[i], read for i < image_reads and written after. Binding 1 is the buffer a dispatch
-    writes, every other it only reads (every pyfftgl kernel's convention, by which a backend may
-    order calls: `access`)."""
+    program.push_names), storage buffer binding i = buffers[i] (None: unused); images[:image_reads]
+    are read (texture units 0.., through a sampler) and the rest written (image units 0..).
+    Binding 1 is the buffer a dispatch writes, every other it only reads (every pyfftgl kernel's
+    convention, by which a backend may order calls: `access`)."""
 
     program: Program
     groups: tuple[int, int, int]

@@ -10,8 +10,11 @@ ordering calls across contexts (_Current); code that uses `device.ctx` directly 
 `with device.current():`. A caller's context is made current for a call where it is an EGL
 context current on no other thread; where it is current on the calling thread it is used as is.
 GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL
-state a submission changes: SSBO bindings 0-3 and image units 0-1 (0-7 for lists of textures) of
-the kernels it runs, the bound compute program, and a memory barrier (all bits) between its dispatches and after the last.
+state a submission changes: SSBO bindings 0-3, texture units 0-7 (kernels read textures through
+samplers) and image units 1-8 (they write images) of the kernels it runs, and the bound compute
+program; sampler objects it binds are unbound again. Its memory barriers (submission_barriers)
+order each dispatch after the ones whose writes it reads; after the last comes one of all bits, or
+where a submission writes only textures, one for their use by sampling, drawing and copies.
 
 Two things outside this module's objects: importing it installs a process-wide audit hook
 (_glcontext._fence_before_new_threads), and a device stores itself on its ModernGL context as
@@ -90,6 +93,56 @@ class GLProgram(Program):
         self.values = [None] * len(push_names)
 
 
+GL_TEXTURE_FETCH_BARRIER_BIT = 0x8
+GL_TEXTURE_UPDATE_BARRIER_BIT = 0x100
+GL_FRAMEBUFFER_BARRIER_BIT = 0x400
+GL_SHADER_STORAGE_BARRIER_BIT = 0x2000
+GL_ALL_BARRIER_BITS = 0xFFFFFFFF
+# What a caller does with a texture a kernel wrote, short of loading it as an image: sample or
+# fetch it, draw into it, copy or read it back.
+TEXTURE_USE_BARRIER_BITS = (GL_TEXTURE_FETCH_BARRIER_BIT | GL_FRAMEBUFFER_BARRIER_BIT
+                            | GL_TEXTURE_UPDATE_BARRIER_BIT)
+
+
+def _resource(obj) -> tuple:
+    """A bound buffer's or image's identity: its GL object (two GLImages may wrap one texture)."""
+    return ("image", obj.texture.glo) if isinstance(obj, GLImage) else ("buffer", obj.buf.glo)
+
+
+def submission_barriers(dispatches) -> tuple[list[int], int]:
+    """The glMemoryBarrier bits before each dispatch and after the last. Before a dispatch:
+    the storage bit where it reads a buffer an earlier dispatch wrote, the texture-fetch bit
+    where it samples such a texture (and before the first, where it samples any: a caller's
+    image stores), and where it only overwrites what an earlier one touched, the texture-fetch
+    bit alone, to order them. After the last: all bits where the submission leaves a buffer
+    written (read next by anything), else TEXTURE_USE_BARRIER_BITS. The storage and image bits
+    cost NVIDIA's driver more the more was written before them (docs/drivers.md), so they go
+    only where the specification needs them; a caller that loads a written texture with
+    imageLoad issues the image bit itself."""
+    written, touched, before = {}, set(), []
+    for n, d in enumerate(dispatches):
+        bufs = [(i, _resource(b)) for i, b in enumerate(d.buffers) if b is not None]
+        reads = [(r, GL_SHADER_STORAGE_BARRIER_BIT) for i, r in bufs if i != 1]
+        reads += [(_resource(m), GL_TEXTURE_FETCH_BARRIER_BIT) for m in d.images[:d.image_reads]]
+        writes = [r for i, r in bufs if i == 1] + [_resource(m) for m in d.images[d.image_reads:]]
+        bits = 0
+        for r, bit in reads:
+            if r in written or (n == 0 and bit == GL_TEXTURE_FETCH_BARRIER_BIT):
+                bits |= bit
+        if not bits and n and touched.intersection(writes):
+            bits = GL_TEXTURE_FETCH_BARRIER_BIT
+        before.append(bits)
+        for r, _ in reads:
+            written.pop(r, None)  # read since written: not the submission's output
+            touched.add(r)
+        for r in writes:
+            written[r] = True
+            touched.add(r)
+    end = (GL_ALL_BARRIER_BITS if any(kind == "buffer" for kind, _ in written)
+           else TEXTURE_USE_BARRIER_BITS)
+    return before, end
+
+
 class GLSubmission(Submission):
     """Uploads and downloads go through staging buffers that only the CPU touches, copied on the
     GPU: a buffer written with glBufferSubData at every call is moved to system memory by
@@ -101,10 +154,16 @@ class GLSubmission(Submission):
         # Per dispatch: (program, buffers, images, [(push index, uniform, value)], groups), taken
         # apart once here: every call issues each dispatch from Python again, and ModernGL is
         # slow to set uniforms from numpy values.
-        self._calls = [(d.program, [(i, b.buf) for i, b in enumerate(d.buffers) if b is not None],
-                        [(i, m.texture, i < d.image_reads) for i, m in enumerate(d.images)],
+        # Images read are textures bound to units 0.. with a nearest-texel sampler (whatever
+        # filtering and mipmaps the texture has), images written go to image units.
+        before, self._end_barrier = submission_barriers(dispatches)
+        self._calls = [(bits, d.program,
+                        [(i, b.buf) for i, b in enumerate(d.buffers) if b is not None],
+                        [(i, m.texture) for i, m in enumerate(d.images[:d.image_reads])],
+                        [(i, m.texture) for i, m in enumerate(d.images[d.image_reads:])],
                         [(i, u, int(d.push[i])) for i, u in d.program.uniforms if u is not None],
-                        tuple(d.groups)) for d in dispatches]
+                        tuple(d.groups)) for bits, d in zip(before, dispatches)]
+        self._sampled_units = sorted({i for d in dispatches for i in range(d.image_reads)})
         # Staging buffers the host maps once for good (persistent, coherent) where GL 4.4's
         # buffer storage exists: the host copies straight into and out of them, where
         # glBufferSubData / glGetBufferSubData added a driver-side copy each way and a second
@@ -115,20 +174,27 @@ class GLSubmission(Submission):
 
     def _dispatch_all(self):
         ctx = self.device.ctx
-        for n, (program, buffers, images, uniforms, groups) in enumerate(self._calls):
-            if n:
-                ctx.memory_barrier()
+        sampler = self.device.texel_sampler() if self._sampled_units else None
+        for unit in self._sampled_units:
+            sampler.use(unit)
+        for bits, program, buffers, sampled, images, uniforms, groups in self._calls:
+            if bits:
+                ctx.memory_barrier(bits)
             for binding, buf in buffers:
                 buf.bind_to_storage_buffer(binding)
-            for unit, texture, read in images:
-                texture.bind_to_image(unit, read=read, write=not read)
+            for unit, texture in sampled:
+                texture.use(unit)
+            for unit, texture in images:
+                texture.bind_to_image(unit, read=False, write=True)
             values = program.values
             for i, uniform, value in uniforms:
                 if values[i] != value:
                     uniform.value = value
                     values[i] = value
             program.shader.run(*groups)
-        ctx.memory_barrier()
+        ctx.memory_barrier(self._end_barrier)
+        for unit in self._sampled_units:  # the caller's textures sample with their own filters
+            sampler.clear(unit)
 
     def _run(self, inputs, timed, wait):
         with self.device.current() as ctx:
@@ -264,6 +330,7 @@ class GLDevice(Device):
         self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
         self._vkmemory, self._vkmemory_worked = None, False
         self._memory = None  # bytes of device memory (_memory_total)
+        self._texel_sampler = None  # texel_sampler()
         self._reset_status = None  # glGetGraphicsResetStatus (check_errors)
         self._buffer_storage = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers)
         gi = ctx.info
@@ -519,6 +586,15 @@ class GLDevice(Device):
                 if kib > 0:
                     self._memory = kib * 1024
         return self._memory
+
+    def texel_sampler(self):
+        """The sampler the kernels read textures through: nearest texel, level 0 (texelFetch
+        needs a complete texture; this sampler makes any texture's level 0 one)."""
+        if self._texel_sampler is None:
+            import moderngl
+            self._texel_sampler = self.ctx.sampler(filter=(moderngl.NEAREST, moderngl.NEAREST),
+                                                   repeat_x=False, repeat_y=False)
+        return self._texel_sampler
 
     def _image(self, width: int, height: int, fmt: str) -> GLImage:
         """A texture of the plan's own (width x height, GLSL image format `fmt`)."""

@@ -29,7 +29,8 @@ _STAGE_CREATE_INFO, _COMPUTE_PIPELINE_CREATE_INFO, _PIPELINE_LAYOUT_CREATE_INFO 
 _DESCRIPTOR_SET_LAYOUT_CREATE_INFO, _PHYSICAL_DEVICE_FEATURES_2 = 32, 1000059000
 _EXECUTABLE_FEATURES, _PIPELINE_INFO, _EXECUTABLE_PROPERTIES = 1000269000, 1000269001, 1000269002
 _EXECUTABLE_INFO, _EXECUTABLE_STATISTIC = 1000269003, 1000269004
-_STORAGE_IMAGE, _STORAGE_BUFFER, _COMPUTE_STAGE, _CAPTURE_STATISTICS = 3, 7, 0x20, 0x40
+_SAMPLER, _STORAGE_IMAGE, _STORAGE_BUFFER = 1, 3, 7  # VkDescriptorType: combined image sampler, ...
+_COMPUTE_STAGE, _CAPTURE_STATISTICS = 0x20, 0x40
 
 
 def _struct(name: str, *fields, head: bool = True, base=Structure) -> type:
@@ -107,10 +108,12 @@ def _capable(instance, proc) -> list[tuple[int, c_void_p]]:
 
 
 def pipeline_statistics(spirv: bytes, push_bytes: int = 24, bindings: int = 3,
-                        device_index: int = 0, images: tuple[int, ...] = ()) -> list[dict]:
+                        device_index: int = 0, images: tuple[int, ...] = (),
+                        samplers: tuple[int, ...] = ()) -> list[dict]:
     """Per executable of the compute pipeline of `spirv` (entry "main"): {"name", "description",
     "subgroup_size", "stats": {name: int | float | bool}, "device"}. Bindings 0 to
-    `bindings` - 1 are storage buffers, those in `images` storage images. `device_index` counts
+    `bindings` - 1 are storage buffers, those in `images` storage images, those in `samplers`
+    combined image samplers (a GLSL sampler2D). `device_index` counts
     only the physical devices that support VK_KHR_pipeline_executable_properties."""
     if len(spirv) % 4 or spirv[:4] != b"\x03\x02\x23\x07":
         raise ValueError("not a SPIR-V module (no little-endian magic word 0x07230203)")
@@ -150,7 +153,8 @@ def pipeline_statistics(spirv: bytes, push_bytes: int = 24, bindings: int = 3,
         module = create("ShaderModule", _ShaderModuleInfo(
             sType=_SHADER_MODULE_CREATE_INFO, codeSize=len(spirv), pCode=ctypes.addressof(code)))
         binds = (_Binding * bindings)(*[
-            _Binding(i, _STORAGE_IMAGE if i in images else _STORAGE_BUFFER, 1, _COMPUTE_STAGE)
+            _Binding(i, _STORAGE_IMAGE if i in images else _SAMPLER if i in samplers
+                     else _STORAGE_BUFFER, 1, _COMPUTE_STAGE)
             for i in range(bindings)])
         set_layout = c_uint64(create("DescriptorSetLayout", _SetLayoutInfo(
             sType=_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, bindingCount=bindings, pBindings=binds)))

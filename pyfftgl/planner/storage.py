@@ -130,7 +130,7 @@ def _defines(p, offsets: dict, st: Storage, last: bool) -> dict:
         d["PRECISION"] = 64
         d["SCALE"] = float_literal(p.scale, double=True)
         d.update(odd_radix_tables(p.radices, double=True))
-    unit = 0  # the pass's input images take the first units, its output images the next
+    # Input images are textures at units 0.., output images image units 0.. (two namespaces).
     for role, name in (("IN", p.src_buf), ("OUT", p.dst_buf)):
         fmt = st.image_format(name)
         if fmt:
@@ -143,8 +143,7 @@ def _defines(p, offsets: dict, st: Storage, last: bool) -> dict:
             if name in st.arrays or name in st.lists:
                 d["IMG_HEIGHT"] = f"{st.height}u"
             if role == "OUT":  # GLSL 4.30 takes only literals as bindings
-                d.update({f"OUT_UNIT{k}": unit + k for k in range(st.image_units(name))})
-            unit += st.image_units(name)
+                d.update({f"OUT_UNIT{k}": k for k in range(st.image_units(name))})
     if st.spec_fields and last:
         d["MUL_SPEC"], d["SPEC_FIELDS"] = 1, st.spec_fields
         if st.layers > 1:  # one spectrum for every layer
