@@ -268,6 +268,32 @@ def test_barriers_follow_what_each_dispatch_reads(ctx):
     assert end == moderngl.ALL_BARRIER_BITS
 
 
+def test_a_repeated_call_replays_and_still_refuses_released_textures(ctx):
+    """A render loop's calls on the same textures replay the recorded submission; a texture
+    released since is still refused before any work, and new textures are checked anew."""
+    shape = (16, 32)
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    a, b = random_texels(shape, "rgba32f", 5), random_texels(shape, "rgba32f", 6)
+    src, dst = texture(ctx, a), texture(ctx, a)
+    spec = fft.spectrum(np.ones(shape))
+    for _ in range(3):
+        assert fft.forward(src, dst) is dst
+        assert fft.convolve(src, spec, dst) is dst
+    src.write(b.tobytes())  # new data in the same texture: the replay reads it
+    for got, x in zip(fields(read(fft.forward(src, dst))), fields(b)):
+        assert_accurate(got, np.fft.fft2(x), x.size)
+    dst.release()
+    with pytest.raises(ValueError, match="dst was released"):
+        fft.forward(src, dst)
+    with pytest.raises(ValueError, match="dst was released"):
+        fft.convolve(src, spec, dst)
+    with pytest.raises(TypeError, match="must be a moderngl.Texture"):
+        fft.forward(src, np.zeros(3))
+    other = ctx.texture((shape[1], shape[0]), 2, dtype="f4")  # rg32f: one field
+    with pytest.raises(ValueError, match="cannot write the transform of a rgba32f"):
+        fft.forward(src, other)
+
+
 def test_bad_arguments_raise_before_any_work(ctx):
     fft = pyfftgl.gl.TextureFFT(ctx, (16, 32))
     good = ctx.texture((32, 16), 2, dtype="f4")
