@@ -35,7 +35,7 @@ import numpy as np
 from . import _validate, planner
 from .backends import get_device
 from .backends.gl import GLDevice, GLImage
-from .planner import IMAGE_FORMATS, Storage, element_limits, image_format
+from .planner import IMAGE_FORMATS, Storage, TunedShape, element_limits, image_format
 from .plans import Recorded, TransformPlan
 
 _INTERMEDIATES = ("buffer", "image")
@@ -66,12 +66,19 @@ class Spectrum:
         return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"
 
 
+# Shapes of two-field (rgba) lines measured faster than the planner's own, for columns (tiled)
+# and rows alike (docs/performance-log.md): the complex64 wisdom does not apply to them.
+TWO_FIELD_SHAPES = (TunedShape(512, (8, 8, 8), 64, 0, False, True),
+                    TunedShape(512, (8, 8, 8), 64, 0, False, False))
+
+
 def texture_limits(limits, fields: int):
     """The limits TextureFFT plans with for elements of `fields` complex values: as if memory
-    were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), and
-    rows TextureFFT.ROW_LINES at once."""
-    return replace(element_limits(limits, planner.COMPLEX64_BYTES * fields),
-                   tile_lines=max(1, planner.TILE_LINES // fields), row_lines=TextureFFT.ROW_LINES)
+    were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), rows
+    TextureFFT.ROW_LINES at once, and two-field lines in TWO_FIELD_SHAPES."""
+    out = replace(element_limits(limits, planner.COMPLEX64_BYTES * fields),
+                  tile_lines=max(1, planner.TILE_LINES // fields), row_lines=TextureFFT.ROW_LINES)
+    return replace(out, tuned=TWO_FIELD_SHAPES) if fields == 2 else out
 
 
 class TextureFFT:
