@@ -72,6 +72,12 @@ TWO_FIELD_SHAPES = (TunedShape(512, (8, 8, 8), 64, 0, False, True),
                     TunedShape(512, (8, 8, 8), 64, 0, False, False))
 
 
+def work_format(fields: int) -> str:
+    """The float32 format of the textures TextureFFT keeps for itself (between passes, between
+    convolve's halves, a kernel's upload) for elements of `fields` complex values."""
+    return "rgba32f" if fields == 2 else "rg32f"
+
+
 def texture_limits(limits, fields: int):
     """The limits TextureFFT plans with for elements of `fields` complex values: as if memory
     were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), rows
@@ -148,7 +154,7 @@ class TextureFFT:
         # image's size (a Bluestein or four-step axis keeps buffers), as tall as every layer.
         if (mid and len(spec.passes) == 2 and sizes.get("w0") == self.size * max(layers, 1)
                 and self.shape[0] * max(layers, 1) <= self.device.info.limits.max_texture_size):
-            images.append(("w0", "rgba32f" if fields == 2 else "rg32f"))
+            images.append(("w0", work_format(fields)))
         bound = (tuple(name for name, _ in images if name in ("in", "out") and name != own)
                  if layers else ())
         storage = Storage(fields=fields, images=tuple(images), width=self.shape[1],
@@ -171,7 +177,7 @@ class TextureFFT:
         exceed the largest texture side, a buffer."""
         got = self._mid.get((fields, layers))
         if got is None:
-            fmt = "rgba32f" if fields == 2 else "rg32f"
+            fmt = work_format(fields)
             h, w = self.shape
             if h * layers <= self.device.info.limits.max_texture_size:
                 got = (self.device.image(w, h * layers, fmt), fmt)
@@ -356,7 +362,7 @@ class TextureFFT:
         data = np.ascontiguousarray(field).view(np.float32)
         if frequency:
             return Spectrum(self, self.device.buffer(data.nbytes, data.ravel()), fields)
-        tex = self._new_texture("rgba32f" if fields == 2 else "rg32f")
+        tex = self._new_texture(work_format(fields))
         tex.write(data.tobytes())
         try:
             return self._spectrum_of_texture(tex)

@@ -11,23 +11,13 @@ import time
 
 import numpy as np
 
+from pyfftgl.bench.timing import warm_up
+
 from . import filters, images
 
 
 def _median_ms(samples):
     return float(np.median(samples)) if samples else None
-
-
-def warm(call, finish, seconds):
-    """Call back to back for `seconds` (ended by finish()): an idle GPU runs its clocks down and
-    brings them up only after some time of work, so a few calls of warm-up time a cold GPU."""
-    t0 = time.perf_counter()
-    while True:
-        for _ in range(10):
-            call()
-        finish()
-        if time.perf_counter() - t0 >= seconds:
-            return
 
 
 def snr_db(got, ref):
@@ -52,7 +42,7 @@ def gl_filter(ctx, shape, iters, software, half=False):
         got = np.frombuffer(dst.read(), host_dtype).reshape(h, w, 4).astype(np.float64)
         want = filters.apply(picture, filt)
         err = float(np.abs(got - want).max())
-        warm(lambda: fft.convolve(src, spec, dst), ctx.finish, 0.05 if software else 0.5)
+        warm_up(lambda: fft.convolve(src, spec, dst), ctx.finish, 0.05 if software else 0.5)
         t0 = time.perf_counter()
         for _ in range(iters):
             fft.convolve(src, spec, dst)
@@ -89,7 +79,7 @@ def torch_filter(picture, filt, iters):
     x = torch.from_numpy(fields.astype(np.complex64)).cuda()
     k = torch.from_numpy(filt.spectrum().astype(np.complex64)).cuda()
     step = lambda: torch.fft.ifft2(torch.fft.fft2(x) * k)  # noqa: E731
-    warm(step, torch.cuda.synchronize, 0.5)
+    warm_up(step, torch.cuda.synchronize, 0.5)
     event = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
     pairs = [(event(), event()) for _ in range(iters)]
     for a, b in pairs:

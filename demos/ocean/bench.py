@@ -22,6 +22,8 @@ import time
 
 import moderngl
 
+from pyfftgl.bench.timing import warm_up
+
 from .gpu import OceanGPU
 from .physics import Ocean, OceanParams
 
@@ -34,12 +36,7 @@ def _software(ctx):
 def _gl_ms(ctx, fn, reps):
     """ms per call of fn: a GPU time query on a GPU, wall clock around finish() otherwise. On a
     GPU, half a second of calls first: an idle GPU's clocks come up only after some work."""
-    end = time.perf_counter() + (0.0 if _software(ctx) else 0.5)
-    while True:
-        fn()
-        ctx.finish()
-        if time.perf_counter() >= end:
-            break
+    warm_up(fn, ctx.finish, 0.0 if _software(ctx) else 0.5)
     if _software(ctx):
         t0 = time.perf_counter()
         for _ in range(reps):
@@ -88,10 +85,7 @@ def _torch_ms(n, batch, reps):
     if not torch.cuda.is_available():
         return None
     x = torch.randn(batch, n, n, dtype=torch.complex64, device="cuda")
-    end = time.perf_counter() + 0.5  # as _gl_ms: the clocks up first
-    while time.perf_counter() < end:
-        torch.fft.ifft2(x, norm="forward")
-        torch.cuda.synchronize()
+    warm_up(lambda: torch.fft.ifft2(x, norm="forward"), torch.cuda.synchronize, 0.5)  # as _gl_ms
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     start.record()

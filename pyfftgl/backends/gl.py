@@ -11,7 +11,7 @@ ordering calls across contexts (_Current); code that uses `device.ctx` directly 
 context current on no other thread; where it is current on the calling thread it is used as is.
 GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL
 state a submission changes: SSBO bindings 0-3, texture units 0-7 (kernels read textures through
-samplers) and image units 1-8 (they write images) of the kernels it runs, and the bound compute
+samplers) and image units 0-7 (they write images) of the kernels it runs, and the bound compute
 program; sampler objects it binds are unbound again. Its memory barriers (submission_barriers)
 order each dispatch after the ones whose writes it reads; after the last comes one of all bits, or
 where a submission writes only textures, one for their use by sampling, drawing and copies.
