@@ -66,10 +66,18 @@ class Spectrum:
         return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"
 
 
-# Shapes of two-field (rgba) lines measured faster than the planner's own, for columns (tiled)
-# and rows alike (docs/performance-log.md): the complex64 wisdom does not apply to them.
+# Rows per workgroup of a pass along a texture's rows, a warp spanning them: textures are stored
+# in blocks of neighbouring rows.
+ROW_LINES = 2
+
+# Shapes of two-field (rgba) lines measured faster than the planner's own (docs/performance-
+# log.md): the complex64 wisdom does not apply to them. 512 for columns (tiled) and rows alike;
+# 720-point columns with an invocation per radix-3 butterfly; 1280-point rows two at a time,
+# an invocation per radix-4 butterfly.
 TWO_FIELD_SHAPES = (TunedShape(512, (8, 8, 8), 64, 0, False, True),
-                    TunedShape(512, (8, 8, 8), 64, 0, False, False))
+                    TunedShape(512, (8, 8, 8), 64, 0, False, False),
+                    TunedShape(720, (3, 3, 5, 4, 4), 240, 0, False, True),
+                    TunedShape(1280, (5, 4, 4, 4, 4), 320, ROW_LINES))
 
 
 def work_format(fields: int) -> str:
@@ -81,9 +89,9 @@ def work_format(fields: int) -> str:
 def texture_limits(limits, fields: int):
     """The limits TextureFFT plans with for elements of `fields` complex values: as if memory
     were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), rows
-    TextureFFT.ROW_LINES at once, and two-field lines in TWO_FIELD_SHAPES."""
+    ROW_LINES at once, and two-field lines in TWO_FIELD_SHAPES."""
     out = replace(element_limits(limits, planner.COMPLEX64_BYTES * fields),
-                  tile_lines=max(1, planner.TILE_LINES // fields), row_lines=TextureFFT.ROW_LINES)
+                  tile_lines=max(1, planner.TILE_LINES // fields), row_lines=ROW_LINES)
     return replace(out, tuned=TWO_FIELD_SHAPES) if fields == 2 else out
 
 
@@ -101,9 +109,7 @@ class TextureFFT:
 
     # Recorded submissions kept, by the textures they bind: a render loop replays them.
     RECORDED = 8
-    # Rows per workgroup of a pass along the rows, a warp spanning them: textures are stored in
-    # blocks of neighbouring rows.
-    ROW_LINES = 2
+    ROW_LINES = ROW_LINES  # the module's (texture_limits)
 
     def __init__(self, ctx, shape, norm=None, *, intermediate: str = "image"):
         if len(shape) != 2 or any(int(n) != n or n < 1 for n in shape):

@@ -113,16 +113,24 @@ def test_row_passes_span_neighbouring_rows(ctx):
     assert last(rows, (64, 2048)) == (2, True)  # sized by its halves: 2 x 32 KB fits 48 KB
     assert last(rows, (720, 1280)) == last(gpu, (720, 1280))
     assert last(rows, (64, 96)) == last(gpu, (64, 96))  # 12 invocations a row: as before
-    shape = (48, 512)  # llvmpipe's plan takes the rule too: transforms match numpy
-    fft = pyfftgl.gl.TextureFFT(ctx, shape)
-    assert fft._plan(False, "backward", 2, "rgba32f", "rgba32f").passes[-1].line_fastest
-    a = random_texels(shape, "rgba32f", seed=6)
-    spec = fft.forward(texture(ctx, a))
-    for got, x in zip(fields(read(spec)), fields(a)):
-        assert_accurate(got, np.fft.fft2(x), shape[0] * shape[1], factor=2.0)
-    back = fft.inverse(spec, spec)
-    for got, x in zip(fields(read(back)), fields(a)):
-        assert_accurate(got, x, shape[0] * shape[1], factor=3.0)
+    # A mixed-radix row takes the rule where its tuned shape asks for it: two-field 1280-point
+    # rows (pyfftgl.gl.TWO_FIELD_SHAPES), 320 invocations each; 1920 keeps one line.
+    tex = pyfftgl.gl.texture_limits(Limits(49152, 1024, (1024, 1024, 64), (65535,) * 3, 2**31), 2)
+    p = planner.plan_c2c((720, 1280), (0, 1), False, "backward", tex).passes[-1]
+    assert (p.lines, p.line_fastest, p.threads) == (2, True, 320)
+    assert last(tex, (1080, 1920)) == (1, False)
+    # llvmpipe's plans take the rule too: transforms match numpy (1280-point rows with
+    # their tuned shape, 720-point columns with theirs)
+    for shape in ((48, 512), (720, 1280)):
+        fft = pyfftgl.gl.TextureFFT(ctx, shape)
+        assert fft._plan(False, "backward", 2, "rgba32f", "rgba32f").passes[-1].line_fastest
+        a = random_texels(shape, "rgba32f", seed=6)
+        spec = fft.forward(texture(ctx, a))
+        for got, x in zip(fields(read(spec)), fields(a)):
+            assert_accurate(got, np.fft.fft2(x), shape[0] * shape[1], factor=2.0)
+        back = fft.inverse(spec, spec)
+        for got, x in zip(fields(read(back)), fields(a)):
+            assert_accurate(got, x, shape[0] * shape[1], factor=3.0)
 
 
 @pytest.mark.parametrize("norm", ["ortho", "forward"])

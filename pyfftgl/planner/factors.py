@@ -31,13 +31,15 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
         return None
     pad = bool(tuned.pad) if tuned else SH_PAD
     shape = tuned and (tuned.threads, tuned.lines)
-    if (tile_lines is None and limits.row_lines > 1 and n & (n - 1) == 0
+    rows_shape = n & (n - 1) == 0 or bool(tuned and tuned.lines == limits.row_lines)
+    if (tile_lines is None and limits.row_lines > 1 and rows_shape
             and not kw.get("load_tiled") and not kw.get("store_tiled")
             and not kw.get("real_pack") and not kw.get("real_unpack")):
-        # A texture's rows of a power-of-two length (mixed radices lost time this way):
-        # row_lines of them with the default invocations per line, where that is a workgroup
-        # of ROW_MIN_INVOCATIONS or more (shorter rows keep their shape), sized by the halves
-        # they exchange in (2 x 2048 rgba32f rows on 48 KB).
+        # A texture's rows of a power-of-two length, or of one whose tuned shape asks for
+        # row_lines lines (mixed radices lost time this way at the planner's invocations):
+        # row_lines of them with the default (or tuned) invocations per line, where that is a
+        # workgroup of ROW_MIN_INVOCATIONS or more (shorter rows keep their shape), sized by
+        # the halves they exchange in (2 x 2048 rgba32f rows on 48 KB).
         threads = shape[0] if shape else _workgroup(n, radices, limits, None, pad)[0]
         if threads * limits.row_lines >= ROW_MIN_INVOCATIONS:
             shape = (threads, limits.row_lines)
