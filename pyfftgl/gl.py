@@ -72,12 +72,12 @@ ROW_LINES = 2
 
 # Shapes of two-field (rgba) lines measured faster than the planner's own (docs/performance-
 # log.md): the complex64 wisdom does not apply to them. 512 for columns (tiled) and rows alike;
-# 720-point columns with an invocation per radix-3 butterfly; 1280-point rows two at a time,
-# an invocation per radix-4 butterfly.
+# 720-point columns with an invocation per radix-3 butterfly, shared memory padded; 1280-point
+# rows two at a time, an invocation per radix-4 butterfly.
 TWO_FIELD_SHAPES = (TunedShape(512, (8, 8, 8), 64, 0, False, True),
                     TunedShape(512, (8, 8, 8), 64, 0, False, False),
-                    TunedShape(720, (3, 3, 5, 4, 4), 240, 0, False, True),
-                    TunedShape(1280, (5, 4, 4, 4, 4), 320, ROW_LINES))
+                    TunedShape(720, (3, 3, 5, 4, 4), 240, 0, True, True),
+                    TunedShape(1280, (4, 4, 4, 4, 5), 320, ROW_LINES))
 
 
 def work_format(fields: int) -> str:
