@@ -27,3 +27,6 @@ class Limits:
     # so that a warp's accesses span neighbouring rows (a texture's block-tiled layout); 0: one
     # line after another (buffers).
     row_lines: int = 0
+    # Bytes of an element over complex64's (element_limits: 2 for two-field texels and
+    # complex128): shared-memory slots are that much wider, which the bank model must know.
+    slot_scale: int = 1

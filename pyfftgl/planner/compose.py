@@ -479,7 +479,7 @@ def tighter(device: Limits, wanted: Limits | None) -> Limits:
         return device
     def pick(a, b):
         return tuple(map(min, a, b)) if isinstance(a, tuple) else min(a, b)
-    return Limits(**{f: getattr(device, f) if f in ("tuned", "tile_lines", "row_lines")
+    return Limits(**{f: getattr(device, f) if f in ("tuned", "tile_lines", "row_lines", "slot_scale")
                      else pick(getattr(device, f), getattr(wanted, f))
                      for f in Limits.__dataclass_fields__})
 

@@ -56,7 +56,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
     for pad, stagger, slot, u in tries:
         threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger, slot)
         p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
-                         sh_stagger=stagger, untiled=u, **kw)
+                         sh_stagger=stagger, untiled=u, slot_scale=limits.slot_scale, **kw)
         # halves' floats only where asked for: a vec2 footprint that does not fit otherwise
         sized = max(p.shared_bytes, p.lines * p.sh_line * slot)
         if not p.uses_shared or (sized <= limits.max_shared_bytes

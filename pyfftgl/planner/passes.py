@@ -128,6 +128,9 @@ class StockhamPass:
     vec2_exchange: bool = False
     # Contiguous lines numbered line-fastest (Limits.row_lines: a texture's rows).
     rows_line_fastest: bool = False
+    # Element bytes over complex64's (Limits.slot_scale): the kernel's shared-memory slots are
+    # that much wider than the planner's, for the bank model (pitch, swizzle).
+    slot_scale: int = 1
 
     # Decisions (see the functions of the same names in rules.py).
     strides: tuple[int, ...] = _decided()  # Ns of each stage

@@ -253,13 +253,16 @@ def sh_halves(stages: int, tiles_in_shared_: bool, vec2_exchange: bool, real_unp
             and (unpack_in_registers_ or not real_unpack))
 
 
-def swizzle_bits(sh_halves_: bool, line_fastest_: bool, threads: int, n: int) -> int:
+def swizzle_bits(sh_halves_: bool, line_fastest_: bool, threads: int, n: int,
+                 slot_bytes: int = FLOAT_BYTES) -> int:
     """log2 of the blocks the exchanges permute against bank conflicts (SWZ_BITS): 16 slots
-    (a row of vec2 banks), or 32 (a row of float banks) for exchanges in halves among
+    (a row of 8-byte banks), or 32 (a row of float banks) for exchanges in 4-byte halves among
     invocations in line order with a line or more per warp, which the bank model
     (tools/bank_model.py) finds cheaper there; line-fastest passes and fewer invocations per line
-    than a warp need more with 32."""
-    return 5 if sh_halves_ and not line_fastest_ and threads >= 32 and n % 32 == 0 else 4
+    than a warp need more with 32. `slot_bytes`: the kernel's slot where the exchanges go in
+    halves (8 for two-field texels and complex128: a row is 16 of them)."""
+    return (5 if sh_halves_ and slot_bytes == FLOAT_BYTES and not line_fastest_ and threads >= 32
+            and n % 32 == 0 else 4)
 
 
 def uses_shared(stages: int, tiles_in_shared_: bool, real_unpack: int,
@@ -301,8 +304,11 @@ def decide(p) -> dict:
     halves = sh_halves(stages, tiles, p.vec2_exchange, p.real_unpack, regs_unpack)
     shared = uses_shared(stages, tiles, p.real_unpack, regs_unpack)
     slot = FLOAT_BYTES if halves else COMPLEX64_BYTES
+    # The banks see the kernel's slots: wider than the planner's for wider elements.
+    bank_slot = slot * p.slot_scale
     line_order = not (lf or slf or tiles)
-    pitch = _sh_line(p.n, p.lines, p.sh_pad, p.sh_stagger, slot, p.threads if line_order else None)
+    pitch = _sh_line(p.n, p.lines, p.sh_pad, p.sh_stagger, bank_slot,
+                     p.threads if line_order else None)
     return dict(
         strides=strides(p.radices),
         registers=pass_registers(p.n, p.radices, p.threads, regs_unpack),
@@ -312,7 +318,7 @@ def decide(p) -> dict:
         digit_fastest=digit_fastest(p.fourstep_n, lf, p.line_dims[0], p.lines),
         tiles_in_shared=tiles,
         sh_halves=halves,
-        swizzle_bits=swizzle_bits(halves, lf, p.threads, p.n),
+        swizzle_bits=swizzle_bits(halves, lf, p.threads, p.n, bank_slot),
         uses_shared=shared,
         sh_line=pitch,
         shared_bytes=p.lines * pitch * slot if shared else 0,

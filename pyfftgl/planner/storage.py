@@ -53,7 +53,7 @@ def element_limits(limits, element_bytes: int):
     if ratio == 1:
         return limits
     return replace(limits, tuned=(), max_shared_bytes=limits.max_shared_bytes // ratio,
-                   max_buffer_bytes=limits.max_buffer_bytes // ratio)
+                   max_buffer_bytes=limits.max_buffer_bytes // ratio, slot_scale=ratio)
 
 
 @dataclass(frozen=True)
