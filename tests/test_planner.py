@@ -375,6 +375,29 @@ def test_lines_a_warp_touches_side_by_side_start_on_different_banks():
         assert p.shared_bytes == p.lines * p.sh_line * 4 <= GPU.max_shared_bytes
 
 
+def test_wide_elements_stagger_lines_by_their_own_slots():
+    # Two-field texels and complex128 exchange 8-byte halves (16-byte elements): a row of banks
+    # is 16 of their slots, not 32, so the pitch that staggers a line-fastest warp's two lines
+    # of a pair is 8 slots past a row (4 for 4 lines), and the swizzle blocks are rows of 16.
+    # complex64's own pitch for a pair (16 past a row of 32 floats) puts both on the same banks.
+    wide = element_limits(GPU, 16)
+    assert (wide.slot_scale, GPU.slot_scale) == (2, 1)
+    tex = dataclasses.replace(wide, tile_lines=2, row_lines=2)
+    for shape, axes in (((1024, 1024), (0, 1)), ((2, 512, 512), (1, 2)), ((2048, 2048), (0, 1))):
+        for p in planner.plan_c2c(shape, axes, False, "backward", tex).passes:
+            assert p.slot_scale == 2 and p.sh_halves and p.line_fastest and p.lines >= 2, shape
+            k = p.lines  # a warp's lines start 16 / k slots apart
+            assert [(ly * p.sh_line) % 16 for ly in range(k)] == [ly * 16 // k for ly in range(k)]
+            assert p.swizzle_bits == 4
+            assert p.shared_bytes == p.lines * p.sh_line * 4 <= wide.max_shared_bytes
+    narrow = planner.stockham_pass(1024, False, 1.0, dataclasses.replace(GPU, row_lines=2))
+    assert narrow.line_fastest and narrow.sh_halves and narrow.sh_line % 32 == 16
+    # a line-order pass in halves of 8 bytes permutes rows of 16 slots, of floats rows of 32
+    flat = planner.StockhamPass(1024, (4, 4, 4, 4, 4), 256, 1, False, 1.0)
+    assert flat.sh_halves and not flat.line_fastest and flat.swizzle_bits == 5
+    assert dataclasses.replace(flat, slot_scale=2).swizzle_bits == 4
+
+
 def swizzled(p, n: int) -> list[list[int]]:
     """Where each stage's exchange puts slot 0..n-1: stockham.comp's swizzle_m and swizzle."""
     block, out, ns = 1 << p.swizzle_bits, [], 1
