@@ -1,10 +1,15 @@
 """A model of stockham.comp's shared-memory banks: the wavefronts a workgroup issues on its
 exchanges, per pass (a warp's access costs as many wavefronts as the most distinct 32-bit words
-it touches on one of the 32 banks; vec2 accesses approximately, as two words each).
+it touches on one of the 32 banks; vec2 accesses approximately, as two words each). Wide
+elements (slot_scale 2: two-field texels, complex128) exchange 8-byte halves, each half-warp
+served apart, two words an access.
 
-    python tools/bank_model.py        # the H200 wisdom's passes of the benchmark cases
+    python tools/bank_model.py        # the H200 wisdom's passes of the benchmark cases, then
+                                      # the two-field texture passes
 
-Reads only the planner; no GPU. `model(p, stagger_words)` tries another line pitch (halves)."""
+Reads only the planner; no GPU. `model(p, stagger_words)` tries another line pitch (halves);
+`model(p, xor=x)` flips bit x of the odd line's slots (a LINE_XOR tried on the H100 and not
+kept: docs/performance-log.md)."""
 from collections import defaultdict
 
 from pyfftgl import planner
@@ -19,8 +24,10 @@ def swizzle_m(N, R, Ns, block=16):
 def swz(p, m, block=16):
     return p ^ (((p // block) * m) % block) if m else p
 
-def model(p, stagger_words=None, block=None):
+def model(p, stagger_words=None, block=None, xor=None):
     block = block or (1 << p.swizzle_bits)  # the pass's own swizzle unless asked for another
+    xor = xor or 0
+    wide = p.slot_scale == 2
     N, T, L = p.n, p.threads, p.lines
     halves = p.sh_halves
     lf_all = p.line_fastest
@@ -29,18 +36,31 @@ def model(p, stagger_words=None, block=None):
     shl = p.sh_line
     if stagger_words is not None:
         base = N + (N - 1) // 16 if pad else N
-        shl = base + (stagger_words - base) % 32 if halves else shl
+        row = 16 if wide else 32
+        shl = base + (stagger_words - base) % row if halves else shl
     G = T * L
     def ids(idx, last):
         if lf_all or (last and slf):
             return idx // L, idx % L
         return idx % T, idx // T
     def addr(ly, pos):
+        pos ^= (ly & 1) * xor
         s = pos + (pos >> 4) if pad else pos
         return ly * shl + s
     waves = 0
     def instr(fn):
         nonlocal waves
+        if halves and wide:  # 8-byte halves: each half-warp apart, two words an access
+            for h0 in range(0, G, 16):
+                banks = defaultdict(set)
+                for idx in range(h0, min(G, h0 + 16)):
+                    a = fn(idx)
+                    if a is not None:
+                        for w in (2 * a, 2 * a + 1):
+                            banks[w % 32].add(w)
+                if banks:
+                    waves += max(len(v) for v in banks.values())
+            return
         for w0 in range(0, G, 32):
             banks = defaultdict(set)
             for idx in range(w0, min(G, w0 + 32)):
@@ -132,3 +152,11 @@ if __name__ == "__main__":
         show(planner.plan_fft(n, 4, False, "backward", lim), f"1d {n}")
     for s in (1024, 2048, 4096):
         show(planner.plan_c2c((s, s), (0, 1), False, "backward", lim), f"fft2 {s}")
+    from pyfftgl.gl import texture_limits
+    tex = texture_limits(GPU, 2)
+    for shape in ((1024, 1024), (512, 512), (720, 1280), (1080, 1920), (2048, 2048)):
+        for p in planner.plan_c2c(shape, (0, 1), False, "backward", tex).passes:
+            flips = [model(p, xor=x) for x in (1, 2, 4)]
+            print(f"rgba {shape[0]}x{shape[1]} {p.n}{list(p.radices)}x{p.threads}x{p.lines} "
+                  f"pitch={p.sh_line}: wavefronts {model(p)}, best pitch mod 16 "
+                  f"{min(model(p, sw) for sw in range(16))}, odd line's bit 1/2/4 flipped {flips}")
