@@ -479,7 +479,8 @@ def tighter(device: Limits, wanted: Limits | None) -> Limits:
         return device
     def pick(a, b):
         return tuple(map(min, a, b)) if isinstance(a, tuple) else min(a, b)
-    return Limits(**{f: getattr(device, f) if f in ("tuned", "tile_lines", "row_lines", "slot_scale")
+    kept = ("tuned", "tile_lines", "row_lines", "slot_scale")  # the plan's view, not limits
+    return Limits(**{f: getattr(device, f) if f in kept
                      else pick(getattr(device, f), getattr(wanted, f))
                      for f in Limits.__dataclass_fields__})
 
