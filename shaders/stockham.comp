@@ -137,7 +137,7 @@ layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 #ifdef IN_IMAGE
 #if defined(IN_ARRAY)
 layout(binding = 0) uniform sampler2DArray src_img;
-vec4 src_texel(uint e) { return texelFetch(src_img, ivec3(IMG_XY(e), IMG_LAYER(e)), 0); }
+vec4 src_texel(uint e) { return SRC_LOAD(src_img, ivec3(IMG_XY(e), IMG_LAYER(e))); }
 #elif defined(IN_LIST)
 SRC_DECL(0, src_img0)
 #if IN_LIST > 1
