@@ -17,15 +17,18 @@ layer one more grid dimension (array textures, or textures selected per layer: u
 Half-float textures (r16f, rg16f, rgba16f: dtype 'f2') are read and written the same way at half
 the bandwidth, computed in float32; what lies between the passes stays float32.
 
-GL state a call changes: SSBO bindings 0-3, texture units 0-7 (the textures it reads; the
-sampler it binds to them is unbound again), image units 0-7 (those it writes) and the current
-program. It orders its reads after your writes to them (a texture-fetch barrier first), and
-ends with a memory barrier for sampling, texelFetch, drawing into and copying the results; a
-shader of yours that reads them with imageLoad needs
-`ctx.memory_barrier(moderngl.SHADER_IMAGE_ACCESS_BARRIER_BIT)` before it.
+GL state a call changes: SSBO bindings 0-3, image units 0-7 (the textures it writes), the top 8
+texture units (those it reads, through a sampler that stays bound there; your units 0.. keep
+their textures and samplers) and the current program. It reads its inputs as any sampling
+command does: after your drawing and uploads, and after your image stores once you have issued
+`ctx.memory_barrier(moderngl.TEXTURE_FETCH_BARRIER_BIT)` (or all bits). It ends with a memory
+barrier for sampling, texelFetch, drawing into and copying the results; a shader of yours that
+reads them with imageLoad needs `ctx.memory_barrier(moderngl.SHADER_IMAGE_ACCESS_BARRIER_BIT)`
+before it.
 """
 from __future__ import annotations
 
+import operator
 import threading
 from dataclasses import replace
 
@@ -295,16 +298,13 @@ class TextureFFT:
         every frame), none of them released since: their checks held then and still hold (a
         texture's size and format are fixed), so only the submission runs."""
         last = self._last.get(tag)
-        if last is None or any(a is not b for a, b in zip(last[0], args)) or any(
-                _released(a) for a in args):
+        if last is None or not all(map(operator.is_, last[0], args)) or any(map(_released, args)):
             return False
         with self._lock:
             last[1].run(wait=False)
         return True
 
     def _transform(self, inverse: bool, src, dst):
-        if self._replayed(("t", inverse), (src, dst)):
-            return dst
         # A real field's spectrum is complex; the inverse may keep real parts (an r32f dst).
         groups, dsts, many = self._groups(src, dst, lambda fs: IMAGE_FORMATS[fs].spectrum,
                                           real_out=inverse, inverse=inverse)
@@ -325,6 +325,8 @@ class TextureFFT:
         """fft2 of every field of `src` (a texture or a list of them) into `dst` (default: new
         textures of src's format; rg32f for r32f; `dst is src` works). Returns dst."""
         self._check_open()
+        if self._replayed(("t", False), (src, dst)):  # takes the context itself
+            return dst
         with self.device.current():  # from any thread (see backends/gl.py)
             return self._transform(False, src, dst)
 
@@ -332,6 +334,8 @@ class TextureFFT:
         """ifft2 of every field of `src` into `dst` (default: new textures of src's format; an
         r32f dst keeps the real part). Returns dst."""
         self._check_open()
+        if self._replayed(("t", True), (src, dst)):
+            return dst
         with self.device.current():
             return self._transform(True, src, dst)
 
@@ -391,12 +395,12 @@ class TextureFFT:
         into `dst` (default: new textures of src's format; `dst is src` works), in one
         submission with the multiply fused into the forward transform's last pass. Returns dst."""
         self._check_open()
+        if self._replayed(("c",), (src, spectrum, dst)):
+            return dst
         with self.device.current():
             return self._convolve(src, spectrum, dst)
 
     def _convolve(self, src, spectrum: Spectrum, dst):
-        if self._replayed(("c",), (src, spectrum, dst)):
-            return dst
         if not isinstance(spectrum, Spectrum) or spectrum.owner is not self:
             raise TypeError("spectrum must come from this TextureFFT's spectrum()")
         groups, dsts, many = self._groups(src, dst, lambda fs: fs, real_out=True, inverse=False,

@@ -116,11 +116,11 @@ layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 // restrict: a pass never reads the buffer it writes (plans use distinct buffers, in-place calls
 // are refused), which lets the compiler keep loads in the read-only cache path.
 // IN_IMAGE / OUT_IMAGE (an image format: r32f, rg32f, rgba32f, or their 16f): the pass reads a
-// texture through a sampler (texelFetch, texture unit 0..) / writes an image2D instead, element e
-// at texel (e % IMG_WIDTH, e / IMG_WIDTH), so a texture is transformed where it lives; r32f holds
-// real parts (imaginary parts read as zero). Reads go through samplers because GL then orders a
-// pass after the one writing its input with the texture-fetch barrier, which NVIDIA's driver
-// makes far cheaper than the image or storage one.
+// texture through a sampler (texelFetch, bindings 0.., which GL moves to units of its own) /
+// writes an image2D instead, element e at texel (e % IMG_WIDTH, e / IMG_WIDTH), so a texture is
+// transformed where it lives; r32f holds real parts (imaginary parts read as zero). Reads go
+// through samplers because GL then orders a pass after the one writing its input with the
+// texture-fetch barrier, which NVIDIA's driver makes far cheaper than the image or storage one.
 // IN_ARRAY / OUT_ARRAY: a 2D array texture of layers of IMG_HEIGHT rows, element e in layer
 // e / (IMG_WIDTH IMG_HEIGHT); IN_LIST / OUT_LIST = L: L 2D textures of IMG_HEIGHT rows, one per
 // layer (input units 0..L-1, output units OUT_UNIT0..), so every layer runs in one dispatch.

@@ -214,19 +214,25 @@ def test_convolve_per_field_and_frequency_spectra(ctx):
                        atol=1e-5 * np.abs(np.fft.fft2(two, axes=(0, 1))).max())
 
 
-def test_reads_ignore_the_textures_filters_and_leave_their_sampling_alone(ctx):
+def test_reads_ignore_the_textures_filters_and_leave_the_callers_units_alone(ctx):
     """The passes read through a nearest-texel sampler: a texture whose minifying filter wants
-    mipmaps it lacks (incomplete, where texelFetch would read zeros) still transforms, and once
-    the call is done, the unit samples with the texture's own linear filter again."""
+    mipmaps it lacks (incomplete, where texelFetch would read zeros) still transforms. They read
+    at the library's own texture units, so what the caller bound to its units (a texture and a
+    linear sampler on unit 0 here) samples as before once the calls are done."""
     import moderngl
     shape = (16, 16)
     fft = pyfftgl.gl.TextureFFT(ctx, shape)
-    a = random_texels(shape, "rg32f", seed=3)
-    src = texture(ctx, a)
+    a, b = random_texels(shape, "rg32f", seed=3), random_texels(shape, "rg32f", seed=5)
+    src, mine = texture(ctx, a), texture(ctx, b)
     src.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
-    (got,), (x,) = fields(read(fft.forward(src))), fields(a)
-    assert_accurate(got, np.fft.fft2(x), x.size)
-    src.filter = (moderngl.LINEAR, moderngl.LINEAR)
+    linear = ctx.sampler(filter=(moderngl.LINEAR, moderngl.LINEAR))
+    mine.use(0)
+    linear.use(0)
+    (x,) = fields(a)
+    dst = fft.forward(src)
+    for _ in range(3):  # recorded on new textures, on these, then replayed
+        (got,) = fields(read(fft.forward(src, dst)))
+        assert_accurate(got, np.fft.fft2(x), x.size)
     probe = ctx.compute_shader("""
         #version 430
         layout(local_size_x = 1) in;
@@ -234,13 +240,13 @@ def test_reads_ignore_the_textures_filters_and_leave_their_sampling_alone(ctx):
         layout(std430, binding = 0) writeonly buffer Out { vec2 v; };
         void main() { v = textureLod(t, vec2(1.0, 0.5) / 16.0, 0.0).rg; }""")
     out = ctx.buffer(reserve=8)
-    src.use(0)  # the unit fft.forward read src at
     out.bind_to_storage_buffer(0)
     probe.run(1)
     ctx.memory_barrier()
     halfway = np.frombuffer(out.read(), np.float32)
-    assert np.allclose(halfway, (a[0, 0] + a[0, 1]) / 2, atol=1e-6)  # linear, not nearest
-    for obj in (probe, out, src):
+    assert np.allclose(halfway, (b[0, 0] + b[0, 1]) / 2, atol=1e-6)  # the caller's, linear
+    linear.clear(0)
+    for obj in (probe, out, src, mine, dst, linear):
         obj.release()
 
 
@@ -259,11 +265,12 @@ def test_barriers_follow_what_each_dispatch_reads(ctx):
         fft.forward(src, dst)
         (plan,) = fft.plans()
         ds = plan.flat_dispatches({"in": GLImage(src), "out": GLImage(dst)})
-        # the first reads the caller's texture, the second the first's output
-        assert submission_barriers(ds) == ([fetch, between], TEXTURE_USE_BARRIER_BITS)
+        # the first reads the caller's texture (ordered by GL, or by the caller's barrier
+        # after its image stores), the second the first's output
+        assert submission_barriers(ds) == ([0, between], TEXTURE_USE_BARRIER_BITS)
         fft.convolve(src, fft.spectrum(np.ones(shape)), dst)
         sub = next(reversed(fft._recorded._entries.values()))[1]
-        assert [c[0] for c in sub._calls] == [fetch, between, fetch, between]
+        assert [c[0] for c in sub._calls] == [0, between, fetch, between]
         assert sub._end_barrier == TEXTURE_USE_BARRIER_BITS
     # A plan writing a buffer ends with every bit: anything may read it next.
     from pyfftgl import planner

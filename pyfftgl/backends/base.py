@@ -94,7 +94,8 @@ class Image(abc.ABC):
 class Dispatch:
     """One dispatch: `program` over a grid of `groups`, `push` (uint32, one value per
     program.push_names), storage buffer binding i = buffers[i] (None: unused); images[:image_reads]
-    are read (texture units 0.., through a sampler) and the rest written (image units 0..).
+    are read (sampler bindings 0.., which GL moves to units of its own) and the rest written
+    (image units 0..).
     Binding 1 is the buffer a dispatch writes, every other it only reads (every pyfftgl kernel's
     convention, by which a backend may order calls: `access`)."""
 
@@ -132,7 +133,8 @@ class Submission(abc.ABC):
         dev = self.device
         with dev.lock:
             dev.check_usable()
-            dev.count_transfers(to_device=len(inputs), to_host=len(self.downloads))
+            if inputs or self.downloads:
+                dev.count_transfers(to_device=len(inputs), to_host=len(self.downloads))
             try:
                 return self._run(inputs, timed, wait)
             except RuntimeError as e:  # the driver's failure (kp's carry the VkResult)

@@ -10,11 +10,12 @@ ordering calls across contexts (_Current); code that uses `device.ctx` directly 
 `with device.current():`. A caller's context is made current for a call where it is an EGL
 context current on no other thread; where it is current on the calling thread it is used as is.
 GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL
-state a submission changes: SSBO bindings 0-3, texture units 0-7 (kernels read textures through
-samplers) and image units 0-7 (they write images) of the kernels it runs, and the bound compute
-program; sampler objects it binds are unbound again. Its memory barriers (submission_barriers)
-order each dispatch after the ones whose writes it reads; after the last comes one of all bits, or
-where a submission writes only textures, one for their use by sampling, drawing and copies.
+state a submission changes: SSBO bindings 0-3 and image units 0-7 (they write images) of the
+kernels it runs, the top 8 texture units (GLDevice.texture_unit_base: kernels read textures
+through the library's sampler, which stays bound there) and the bound compute program. Its memory
+barriers (submission_barriers) order each dispatch after the ones whose writes it reads; after
+the last comes one of all bits, or where a submission writes only textures, one for their use by
+sampling, drawing and copies.
 
 Two things outside this module's objects: importing it installs a process-wide audit hook
 (_glcontext._fence_before_new_threads), and a device stores itself on its ModernGL context as
@@ -82,8 +83,14 @@ class GLImage(Image):
         self.format, self.components = fmt, texture.components
 
 
+# GLSL's sampler types (GL_SAMPLER_2D, GL_SAMPLER_2D_ARRAY): the uniforms a kernel reads
+# textures through.
+_SAMPLER_TYPES = (0x8B5E, 0x8DC1)
+
+
 class GLProgram(Program):
-    def __init__(self, shader, push_names: tuple[str, ...]):
+    def __init__(self, shader, push_names: tuple[str, ...], unit_base: int = 0):
+        """`unit_base`: the kernel's samplers (declared at units 0..) read units unit_base..."""
         self.shader = shader
         self.push_names = push_names
         # Uniforms the compiler dropped as unused are not settable; skip them.
@@ -91,6 +98,11 @@ class GLProgram(Program):
         # The values last set: uniforms are the program's own state, and only GLSubmission sets
         # them, so a value already there is not set again (see GLSubmission._calls).
         self.values = [None] * len(push_names)
+        self.last = None  # the dispatch's tuple of values set last (GLSubmission._dispatch_all)
+        for name in shader:
+            member = shader[name]
+            if getattr(member, "gl_type", None) in _SAMPLER_TYPES and unit_base:
+                member.value = unit_base + member.value
 
 
 GL_TEXTURE_FETCH_BARRIER_BIT = 0x8
@@ -112,12 +124,13 @@ def _resource(obj) -> tuple:
 def submission_barriers(dispatches) -> tuple[list[int], int]:
     """The glMemoryBarrier bits before each dispatch and after the last. Before a dispatch:
     the storage bit where it reads a buffer an earlier dispatch wrote, the texture-fetch bit
-    where it samples such a texture (and before the first, where it samples any: a caller's
-    image stores), and where it only overwrites what an earlier one touched, the texture-fetch
-    bit alone, to order them. After the last: all bits where the submission leaves a buffer
-    written (read next by anything), else TEXTURE_USE_BARRIER_BITS. The storage and image bits
-    cost NVIDIA's driver more the more was written before them (docs/drivers.md), so they go
-    only where the specification needs them; a caller that loads a written texture with
+    where it samples such a texture, and where it only overwrites what an earlier one touched,
+    the texture-fetch bit alone, to order them. Nothing before the first: what the caller wrote
+    is ordered by GL (drawing, uploads) or by the caller's own barrier after its image stores, as
+    for any GL command that samples. After the last: all bits where the submission leaves a
+    buffer written (read next by anything), else TEXTURE_USE_BARRIER_BITS. The storage and image
+    bits cost NVIDIA's driver more the more was written before them (docs/drivers.md), so they
+    go only where the specification needs them; a caller that loads a written texture with
     imageLoad issues the image bit itself."""
     written, touched, before = {}, set(), []
     for n, d in enumerate(dispatches):
@@ -127,7 +140,7 @@ def submission_barriers(dispatches) -> tuple[list[int], int]:
         writes = [r for i, r in bufs if i == 1] + [_resource(m) for m in d.images[d.image_reads:]]
         bits = 0
         for r, bit in reads:
-            if r in written or (n == 0 and bit == GL_TEXTURE_FETCH_BARRIER_BIT):
+            if r in written:
                 bits |= bit
         if not bits and n and touched.intersection(writes):
             bits = GL_TEXTURE_FETCH_BARRIER_BIT
@@ -151,19 +164,33 @@ class GLSubmission(Submission):
     def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
         self.device = device
         self.uploads, self.downloads = uploads, downloads
-        # Per dispatch: (program, buffers, images, [(push index, uniform, value)], groups), taken
-        # apart once here: every call issues each dispatch from Python again, and ModernGL is
-        # slow to set uniforms from numpy values.
-        # Images read are textures bound to units 0.. with a nearest-texel sampler (whatever
-        # filtering and mipmaps the texture has), images written go to image units.
+        # Per dispatch: (barrier bits, [(bind, args)], program, ((push index, uniform, value),
+        # ...), groups), taken apart once here: every call issues each dispatch from Python
+        # again, and ModernGL is slow to set uniforms from numpy values.
+        # Images read are textures bound to the device's texture units (texture_unit_base..)
+        # with a nearest-texel sampler (whatever filtering and mipmaps the texture has), images
+        # written go to image units.
         before, self._end_barrier = submission_barriers(dispatches)
-        self._calls = [(bits, d.program,
-                        [(i, b.buf) for i, b in enumerate(d.buffers) if b is not None],
-                        [(i, m.texture) for i, m in enumerate(d.images[:d.image_reads])],
-                        [(i, m.texture) for i, m in enumerate(d.images[d.image_reads:])],
-                        [(i, u, int(d.push[i])) for i, u in d.program.uniforms if u is not None],
-                        tuple(d.groups)) for bits, d in zip(before, dispatches)]
-        self._sampled_units = sorted({i for d in dispatches for i in range(d.image_reads)})
+        base = device.texture_unit_base
+        # GL state persists from one dispatch to the next within a call, so a binding the
+        # dispatch before left in place is not made again; the first binds everything.
+        bound, self._calls = {}, []
+        for bits, d in zip(before, dispatches):
+            binds = []
+            for key, obj, bind, args in (
+                    [(("buffer", i), b.buf, b.buf.bind_to_storage_buffer, (i,))
+                     for i, b in enumerate(d.buffers) if b is not None]
+                    + [(("unit", base + i), m.texture, m.texture.use, (base + i,))
+                       for i, m in enumerate(d.images[:d.image_reads])]
+                    + [(("image", i), m.texture, m.texture.bind_to_image, (i, False, True))
+                       for i, m in enumerate(d.images[d.image_reads:])]):
+                if bound.get(key) is not obj:
+                    binds.append((bind, args))
+                    bound[key] = obj
+            uniforms = tuple((i, u, int(d.push[i])) for i, u in d.program.uniforms
+                             if u is not None)
+            self._calls.append((bits, binds, d.program, uniforms, tuple(d.groups)))
+        self._sampled_units = sorted({base + i for d in dispatches for i in range(d.image_reads)})
         # Staging buffers the host maps once for good (persistent, coherent) where GL 4.4's
         # buffer storage exists: the host copies straight into and out of them, where
         # glBufferSubData / glGetBufferSubData added a driver-side copy each way and a second
@@ -174,27 +201,26 @@ class GLSubmission(Submission):
 
     def _dispatch_all(self):
         ctx = self.device.ctx
-        sampler = self.device.texel_sampler() if self._sampled_units else None
-        for unit in self._sampled_units:
-            sampler.use(unit)
-        for bits, program, buffers, sampled, images, uniforms, groups in self._calls:
+        if self._sampled_units:
+            # The library's own units (GLDevice.texture_unit_base): binding its sampler again is
+            # no change of state, and the caller's units keep their textures and samplers.
+            sampler = self.device.texel_sampler()
+            for unit in self._sampled_units:
+                sampler.use(unit)
+        for bits, binds, program, uniforms, groups in self._calls:
             if bits:
                 ctx.memory_barrier(bits)
-            for binding, buf in buffers:
-                buf.bind_to_storage_buffer(binding)
-            for unit, texture in sampled:
-                texture.use(unit)
-            for unit, texture in images:
-                texture.bind_to_image(unit, read=False, write=True)
-            values = program.values
-            for i, uniform, value in uniforms:
-                if values[i] != value:
-                    uniform.value = value
-                    values[i] = value
+            for bind, args in binds:
+                bind(*args)
+            if program.last is not uniforms:
+                values = program.values
+                for i, uniform, value in uniforms:
+                    if values[i] != value:
+                        uniform.value = value
+                        values[i] = value
+                program.last = uniforms
             program.shader.run(*groups)
         ctx.memory_barrier(self._end_barrier)
-        for unit in self._sampled_units:  # the caller's textures sample with their own filters
-            sampler.clear(unit)
 
     def _run(self, inputs, timed, wait):
         with self.device.current() as ctx:
@@ -356,6 +382,10 @@ class GLDevice(Device):
         )
         # Images one dispatch may bind (GL 4.3 promises 8): a TextureFFT list takes one per texture.
         self.image_units = max(8, min(_gl_integer(0x91BD), _gl_integer(0x8F38)))
+        # Kernels read textures at the top 8 texture units (GL 4.3 promises 96), which a render
+        # loop leaves alone: the caller's units 0.. keep their bindings and samplers, and the
+        # library's sampler stays bound on its own units from call to call.
+        self.texture_unit_base = max(0, gi["GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS"] - 8)
         # The library's own context: this thread's context of the share group, current here
         # until the thread ends; other threads get contexts of their own (_thread_context).
         self._local = threading.local()
@@ -481,7 +511,7 @@ class GLDevice(Device):
                 shader = self.ctx.compute_shader(source)
             except Exception as e:
                 raise ShaderCompileError(f"GL compute shader failed to compile: {e}") from e
-            program = GLProgram(shader, push_names)
+            program = GLProgram(shader, push_names, self.texture_unit_base)
         # Released when collected (the program cache's bound drops it), on a caller's context too.
         graveyard = self._graveyard
         weakref.finalize(program, lambda: graveyard.append(shader.release)).atexit = False
