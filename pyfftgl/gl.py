@@ -10,8 +10,10 @@ Texel (x, y) is element [y, x] of a C-ordered (height, width, components) float3
 (r + i g, b + i a) transformed in the same dispatches, r32f a real field (imaginary parts read as
 zero, real parts written). The passes are the library's one-dispatch-per-axis kernels reading
 textures (texelFetch through a nearest-texel sampler, whatever the texture's own filters) and
-writing image2Ds; between passes the data goes through a plan-owned texture (`intermediate=
-"image"`, where the two axes take one pass each) or buffer ("buffer").
+writing image2Ds. Where the two axes take one pass each (`intermediate="image"`), the passes
+meet in the destination where it holds float32 of the same fields (rg32f, rgba32f: the first
+pass writes it, the second transforms it in place), else in a plan-owned texture;
+`intermediate="buffer"` makes that a plan-owned buffer.
 A TextureArray (every layer) or a list of textures of one format is one set of passes, the
 layer one more grid dimension (array textures, or textures selected per layer: up to 8 a pass).
 Half-float textures (r16f, rg16f, rgba16f: dtype 'f2') are read and written the same way at half
@@ -89,6 +91,14 @@ def work_format(fields: int) -> str:
     return "rgba32f" if fields == 2 else "rg32f"
 
 
+def _through(plan: TransformPlan, resources: dict, through: str) -> dict:
+    """A plan's resources, with its intermediate bound to the call's `through` texture where
+    the plan meets there (TextureFFT._plan)."""
+    if "w0" in plan.caller_bound:
+        return {**resources, "w0": resources[through]}
+    return resources
+
+
 def texture_limits(limits, fields: int):
     """The limits TextureFFT plans with for elements of `fields` complex values: as if memory
     were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), rows
@@ -141,13 +151,15 @@ class TextureFFT:
 
     def _plan(self, inverse: bool, norm: str, fields: int, src: str | None, dst: str | None,
               spec_fields: int = 0, layers: int = 0, kind: str = "",
-              own: str = "") -> TransformPlan:
+              own: str = "", through: str = "") -> TransformPlan:
         """The plan reading an image of format `src` (None: a buffer) and writing `dst`;
         `layers` > 0: that many images in one set of passes, bound as one TextureArray
         (kind "array") or a list of textures (kind "list"), except `own` ("in" or "out"): a
-        texture of the TextureFFT's, every layer in it one below the other."""
+        texture of the TextureFFT's, every layer in it one below the other. `through` ("in" or
+        "out", of the work format): the passes meet in that texture of the call instead of one
+        of the plan's (its `caller_bound` then names "w0", bound to it)."""
         mid = self.intermediate == "image" and src is not None and dst is not None
-        key = (inverse, norm, fields, src, dst, spec_fields, mid, layers, kind, own)
+        key = (inverse, norm, fields, src, dst, spec_fields, mid, layers, kind, own, through)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
@@ -159,18 +171,28 @@ class TextureFFT:
             raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
         images = [(name, fmt) for name, fmt in (("in", src), ("out", dst)) if fmt]
         sizes = dict(spec.buffers)
-        # A plan-owned texture between the two passes where the one intermediate is the
-        # image's size (a Bluestein or four-step axis keeps buffers), as tall as every layer.
-        if (mid and len(spec.passes) == 2 and sizes.get("w0") == self.size * max(layers, 1)
-                and self.shape[0] * max(layers, 1) <= self.device.info.limits.max_texture_size):
-            images.append(("w0", work_format(fields)))
         bound = (tuple(name for name, _ in images if name in ("in", "out") and name != own)
                  if layers else ())
+        caller_bound = ()
+        # A texture between the two passes where the one intermediate is the image's size (a
+        # Bluestein or four-step axis keeps buffers): the call's own input or output where it
+        # may be overwritten and holds float32 (each pass reads a line whole before writing it,
+        # so a pass may write the texture it reads), else the plan's, as tall as every layer.
+        # Meeting in the call's texture leaves a third less memory in flight (L2's share).
+        if mid and len(spec.passes) == 2 and sizes.get("w0", 0) * spec.units == self.size * max(
+                layers, 1):
+            if through:
+                images.append(("w0", work_format(fields)))
+                bound += ("w0",) if through in bound else ()
+                caller_bound = ("w0",)
+            elif self.shape[0] * max(layers, 1) <= self.device.info.limits.max_texture_size:
+                images.append(("w0", work_format(fields)))
         storage = Storage(fields=fields, images=tuple(images), width=self.shape[1],
                           spec_fields=spec_fields, layers=max(layers, 1), height=self.shape[0],
                           arrays=bound if kind == "array" else (),
                           lists=bound if kind == "list" else ())
-        plan = self._plans[key] = TransformPlan(spec, self.device, limits, norm, storage=storage)
+        plan = self._plans[key] = TransformPlan(spec, self.device, limits, norm, storage=storage,
+                                                caller_bound=caller_bound)
         return plan
 
     def _list_size(self) -> int:
@@ -309,14 +331,20 @@ class TextureFFT:
         groups, dsts, many = self._groups(src, dst, lambda fs: IMAGE_FORMATS[fs].spectrum,
                                           real_out=inverse, inverse=inverse)
         objs = tuple(o for ss, ds, *_ in groups for o in ss + ds)
+        # The passes may meet in dst unless a dst is another position's src: a first pass
+        # writing it would race the one reading it.
+        srcs = {id(s) for ss, *_ in groups for s in ss}
+        apart = all(d is s or id(d) not in srcs for ss, ds, *_ in groups for s, d in zip(ss, ds))
 
         def build():
             out = []
             for ss, ds, fs, fd, layers, kind in groups:
-                plan = self._plan(inverse, self.norm, IMAGE_FORMATS[fs].fields, fs, fd,
-                                  layers=layers, kind=kind)
-                out += plan.flat_dispatches({"in": self._images(ss, kind),
-                                             "out": self._images(ds, kind)})
+                fields = IMAGE_FORMATS[fs].fields
+                through = "out" if apart and fd == work_format(fields) else ""
+                plan = self._plan(inverse, self.norm, fields, fs, fd, layers=layers, kind=kind,
+                                  through=through)
+                res = {"in": self._images(ss, kind), "out": self._images(ds, kind)}
+                out += plan.flat_dispatches(_through(plan, res, through))
             return out
         self._run(("t", inverse), objs, build, (src, dst))
         return dsts if many else dsts[0]
@@ -412,12 +440,17 @@ class TextureFFT:
             for ss, ds, fs, fd, layers, kind in groups:
                 fields = IMAGE_FORMATS[fs].fields
                 mid, fm = self._between(fields, max(layers, 1))
+                # Both halves meet in convolve's own texture between them (free to overwrite).
+                through = "out" if fm else ""
                 fwd = self._plan(False, "backward", fields, fs, fm, spectrum.fields,
-                                 layers, kind, own="out")
-                inv = self._plan(True, "backward", fields, fm, fd, 0, layers, kind, own="in")
-                out += fwd.flat_dispatches({"in": self._images(ss, kind), "out": mid,
-                                            "spec": spectrum.buffer})
-                out += inv.flat_dispatches({"in": mid, "out": self._images(ds, kind)})
+                                 layers, kind, own="out", through=through)
+                inv = self._plan(True, "backward", fields, fm, fd, 0, layers, kind, own="in",
+                                 through=through and "in")
+                out += fwd.flat_dispatches(_through(fwd, {"in": self._images(ss, kind), "out": mid,
+                                                          "spec": spectrum.buffer}, through))
+                out += inv.flat_dispatches(_through(inv, {"in": mid,
+                                                          "out": self._images(ds, kind)},
+                                                    through and "in"))
             return out
         self._run(("c",), objs, build, (src, spectrum, dst))
         return dsts if many else dsts[0]

@@ -58,9 +58,12 @@ class TransformPlan:
     ALTERNATE_MAX_BYTES = 64 << 20
 
     def __init__(self, spec: planner.TransformSpec, device: Device, limits: Limits, norm: str,
-                 buffers: dict | None = None, storage: Storage = Storage()):
+                 buffers: dict | None = None, storage: Storage = Storage(),
+                 caller_bound: tuple[str, ...] = ()):
         """`buffers`: device buffers to use by name instead of allocating them (the tuner times
-        many shapes of one transform on the same memory)."""
+        many shapes of one transform on the same memory). `caller_bound`: work names that every
+        call binds itself, like "in" and "out" (TextureFFT's intermediate on a texture of the
+        call), so the plan allocates nothing for them."""
         self.spec, self.device, self.limits, self.norm = spec, device, limits, norm
         self.storage = storage
         dev, units = device, spec.units
@@ -73,9 +76,10 @@ class TransformPlan:
         # Work buffers now; "in" and "out" when a host call first needs them (device calls bind
         # the caller's), images the plan owns for the names the storage makes images.
         self._buffers = dict(buffers or {})
+        self.caller_bound = ("in", "out") + tuple(caller_bound)
         for name, nbytes in self._sizes.items():
             fmt = storage.image_format(name)
-            if name not in self._buffers and name not in ("in", "out"):
+            if name not in self._buffers and name not in self.caller_bound:
                 self._buffers[name] = (dev.image(storage.width, nbytes // self.element_bytes
                                                  // storage.width, fmt)
                                        if fmt else dev.buffer(nbytes))
@@ -89,7 +93,7 @@ class TransformPlan:
         self.dispatch_count = sum(map(len, self._grids))
         self._host_run = None  # the upload-run-download submission, recorded on first use
         self._recorded = Recorded(self.RECORDED)
-        self._work_sizes = {n: b for n, b in self._sizes.items() if n not in ("in", "out")}
+        self._work_sizes = {n: b for n, b in self._sizes.items() if n not in self.caller_bound}
         self._alternates = (device.overlaps_calls and not storage.images and bool(self._work_sizes)
                             and sum(self._work_sizes.values()) <= self.ALTERNATE_MAX_BYTES)
         self._other_work: dict | None = None  # the second set, made on the first call using it

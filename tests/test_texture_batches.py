@@ -134,6 +134,38 @@ def test_dispatches_do_not_grow_with_the_layers(ctx, kind, intermediate):
     assert all(len(set(c)) == 1 for c in counts.values()), counts
 
 
+@pytest.mark.parametrize("kind", ["array", "list"])
+def test_passes_meet_in_the_calls_float32_textures(ctx, kind):
+    """Where the destination holds float32 (the work format), the first pass writes it and the
+    second transforms it in place: the plan owns no texture between them. A half-float
+    destination, and a list whose destinations are other positions' sources (a first pass
+    writing one would race the pass reading it), keep the plan's own; every layer is right."""
+    shape, layers = (32, 48), 2
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    a = texels(layers, shape, "rgba32f", seed=12)
+    texel_bytes = shape[0] * shape[1] * 16
+
+    def own_bytes():  # what the plan of the last call holds beyond its tables
+        return max(p.nbytes for p in fft.plans()[-1:])
+
+    got = read(fft.forward(make(ctx, a, kind)), a)
+    assert "w0" in fft.plans()[-1].caller_bound and own_bytes() < texel_bytes
+    for i in range(layers):
+        for g, x in zip(fields(got[i]), fields(a[i])):
+            check(g, np.fft.fft2(x), x.size, "rgba32f", 2.0)
+    h = texels(layers, shape, "rgba16f", seed=13)
+    fft.forward(make(ctx, h, kind))
+    assert "w0" not in fft.plans()[-1].caller_bound and own_bytes() >= layers * texel_bytes
+    if kind == "list":
+        s1, s2 = make(ctx, a, kind)
+        out = fft.inverse([s1, s2], [s2, s1])
+        assert out == [s2, s1] and "w0" not in fft.plans()[-1].caller_bound
+        got = read([s2, s1], a)
+        for i in range(layers):
+            for g, x in zip(fields(got[i]), fields(a[i])):
+                check(g, np.fft.ifft2(x), x.size, "rgba32f", 2.0)
+
+
 def test_long_lists_split_by_image_units(ctx):
     """A list longer than a pass may bind runs as a few sets of passes, each layer right."""
     shape, layers = (16, 16), 11
