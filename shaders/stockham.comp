@@ -114,7 +114,10 @@ layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 #endif
 
 // restrict: a pass never reads the buffer it writes (plans use distinct buffers, in-place calls
-// are refused), which lets the compiler keep loads in the read-only cache path.
+// are refused), which lets the compiler keep loads in the read-only cache path. Output images are
+// not restrict: a texture pass may write the texture it samples (TextureFFT's passes meet in the
+// destination), each line read whole, its values through shared memory and barrier(), before
+// any of it is written.
 // IN_IMAGE / OUT_IMAGE (an image format: r32f, rg32f, rgba32f, or their 16f): the pass reads a
 // texture through a sampler (texelFetch, bindings 0.., which GL moves to units of its own) /
 // writes an image2D instead, element e at texel (e % IMG_WIDTH, e / IMG_WIDTH), so a texture is
@@ -131,7 +134,7 @@ layout(local_size_x = THREADS, local_size_y = LINES, local_size_z = 1) in;
 #define IMG_LAYER(e) ((e) / (IMG_WIDTH * IMG_HEIGHT))
 #define IMG_XY(e) ivec2((e) % IMG_WIDTH, (e) / IMG_WIDTH % IMG_HEIGHT)
 #endif
-#define IMG_DECL(q, f, u, name) layout(f, binding = u) uniform restrict q image2D name;
+#define IMG_DECL(q, f, u, name) layout(f, binding = u) uniform q image2D name;
 #define SRC_DECL(u, name) layout(binding = u) uniform sampler2D name;
 #define SRC_LOAD(name, p) texelFetch(name, p, 0)
 #ifdef IN_IMAGE
@@ -208,7 +211,7 @@ layout(std430, binding = 0) restrict readonly buffer Src { CPLX src[]; };
 #endif
 #ifdef OUT_IMAGE
 #if defined(OUT_ARRAY)
-layout(OUT_IMAGE, binding = OUT_UNIT0) uniform restrict writeonly image2DArray dst_img;
+layout(OUT_IMAGE, binding = OUT_UNIT0) uniform writeonly image2DArray dst_img;
 void dst_texel(uint e, vec4 t) { imageStore(dst_img, ivec3(IMG_XY(e), IMG_LAYER(e)), t); }
 #elif defined(OUT_LIST)
 IMG_DECL(writeonly, OUT_IMAGE, OUT_UNIT0, dst_img0)
