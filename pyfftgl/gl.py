@@ -91,14 +91,6 @@ def work_format(fields: int) -> str:
     return "rgba32f" if fields == 2 else "rg32f"
 
 
-def _through(plan: TransformPlan, resources: dict, through: str) -> dict:
-    """A plan's resources, with its intermediate bound to the call's `through` texture where
-    the plan meets there (TextureFFT._plan)."""
-    if "w0" in plan.caller_bound:
-        return {**resources, "w0": resources[through]}
-    return resources
-
-
 def texture_limits(limits, fields: int):
     """The limits TextureFFT plans with for elements of `fields` complex values: as if memory
     were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), rows
@@ -157,7 +149,7 @@ class TextureFFT:
         (kind "array") or a list of textures (kind "list"), except `own` ("in" or "out"): a
         texture of the TextureFFT's, every layer in it one below the other. `through` ("in" or
         "out", of the work format): the passes meet in that texture of the call instead of one
-        of the plan's (its `caller_bound` then names "w0", bound to it)."""
+        of the plan's (the plan's intermediate "w0" an alias of it)."""
         mid = self.intermediate == "image" and src is not None and dst is not None
         key = (inverse, norm, fields, src, dst, spec_fields, mid, layers, kind, own, through)
         plan = self._plans.get(key)
@@ -173,7 +165,7 @@ class TextureFFT:
         sizes = dict(spec.buffers)
         bound = (tuple(name for name, _ in images if name in ("in", "out") and name != own)
                  if layers else ())
-        caller_bound = ()
+        aliases = {}
         # A texture between the two passes where the one intermediate is the image's size (a
         # Bluestein or four-step axis keeps buffers): the call's own input or output where it
         # may be overwritten and holds float32 (each pass reads a line whole before writing it,
@@ -184,7 +176,7 @@ class TextureFFT:
             if through:
                 images.append(("w0", work_format(fields)))
                 bound += ("w0",) if through in bound else ()
-                caller_bound = ("w0",)
+                aliases = {"w0": through}
             elif self.shape[0] * max(layers, 1) <= self.device.info.limits.max_texture_size:
                 images.append(("w0", work_format(fields)))
         storage = Storage(fields=fields, images=tuple(images), width=self.shape[1],
@@ -192,7 +184,7 @@ class TextureFFT:
                           arrays=bound if kind == "array" else (),
                           lists=bound if kind == "list" else ())
         plan = self._plans[key] = TransformPlan(spec, self.device, limits, norm, storage=storage,
-                                                caller_bound=caller_bound)
+                                                aliases=aliases)
         return plan
 
     def _list_size(self) -> int:
@@ -343,8 +335,8 @@ class TextureFFT:
                 through = "out" if apart and fd == work_format(fields) else ""
                 plan = self._plan(inverse, self.norm, fields, fs, fd, layers=layers, kind=kind,
                                   through=through)
-                res = {"in": self._images(ss, kind), "out": self._images(ds, kind)}
-                out += plan.flat_dispatches(_through(plan, res, through))
+                out += plan.flat_dispatches({"in": self._images(ss, kind),
+                                             "out": self._images(ds, kind)})
             return out
         self._run(("t", inverse), objs, build, (src, dst))
         return dsts if many else dsts[0]
@@ -441,16 +433,13 @@ class TextureFFT:
                 fields = IMAGE_FORMATS[fs].fields
                 mid, fm = self._between(fields, max(layers, 1))
                 # Both halves meet in convolve's own texture between them (free to overwrite).
-                through = "out" if fm else ""
                 fwd = self._plan(False, "backward", fields, fs, fm, spectrum.fields,
-                                 layers, kind, own="out", through=through)
+                                 layers, kind, own="out", through="out" if fm else "")
                 inv = self._plan(True, "backward", fields, fm, fd, 0, layers, kind, own="in",
-                                 through=through and "in")
-                out += fwd.flat_dispatches(_through(fwd, {"in": self._images(ss, kind), "out": mid,
-                                                          "spec": spectrum.buffer}, through))
-                out += inv.flat_dispatches(_through(inv, {"in": mid,
-                                                          "out": self._images(ds, kind)},
-                                                    through and "in"))
+                                 through="in" if fm else "")
+                out += fwd.flat_dispatches({"in": self._images(ss, kind), "out": mid,
+                                            "spec": spectrum.buffer})
+                out += inv.flat_dispatches({"in": mid, "out": self._images(ds, kind)})
             return out
         self._run(("c",), objs, build, (src, spectrum, dst))
         return dsts if many else dsts[0]

@@ -59,11 +59,11 @@ class TransformPlan:
 
     def __init__(self, spec: planner.TransformSpec, device: Device, limits: Limits, norm: str,
                  buffers: dict | None = None, storage: Storage = Storage(),
-                 caller_bound: tuple[str, ...] = ()):
+                 aliases: dict[str, str] | None = None):
         """`buffers`: device buffers to use by name instead of allocating them (the tuner times
-        many shapes of one transform on the same memory). `caller_bound`: work names that every
-        call binds itself, like "in" and "out" (TextureFFT's intermediate on a texture of the
-        call), so the plan allocates nothing for them."""
+        many shapes of one transform on the same memory). `aliases`: work names bound to what
+        a call binds under another name (TextureFFT's intermediate "w0" on the call's "out"),
+        so the plan allocates nothing for them."""
         self.spec, self.device, self.limits, self.norm = spec, device, limits, norm
         self.storage = storage
         dev, units = device, spec.units
@@ -76,7 +76,8 @@ class TransformPlan:
         # Work buffers now; "in" and "out" when a host call first needs them (device calls bind
         # the caller's), images the plan owns for the names the storage makes images.
         self._buffers = dict(buffers or {})
-        self.caller_bound = ("in", "out") + tuple(caller_bound)
+        self.aliases = dict(aliases or {})
+        self.caller_bound = ("in", "out") + tuple(self.aliases)  # names every call binds
         for name, nbytes in self._sizes.items():
             fmt = storage.image_format(name)
             if name not in self._buffers and name not in self.caller_bound:
@@ -111,12 +112,14 @@ class TransformPlan:
 
     def dispatches(self, resources: dict | None = None) -> list[list[Dispatch]]:
         """Each pass's dispatches, in order, binding the buffers or images in `resources` by
-        name ("in", "out", "spec") and the plan's own for the rest."""
+        name ("in", "out", "spec"; an alias binds what its target does) and the plan's own for
+        the rest."""
         res = resources or {}
         out, units = [], self.spec.units
         last = len(self.spec.passes) - 1
         for i, (p, program) in enumerate(zip(self.spec.passes, self._programs)):
-            src, dst = (res.get(n) or self.buffer(n) for n in (p.src_buf, p.dst_buf))
+            names = [self.aliases.get(n, n) for n in (p.src_buf, p.dst_buf)]
+            src, dst = (res.get(m) or self.buffer(m) for m in names)
             fmt_in, fmt_out = (self.storage.image_format(n) for n in (p.src_buf, p.dst_buf))
             buffers = [None if fmt_in else src, None if fmt_out else dst, self._tables]
             if "spec" in res and i == last:
