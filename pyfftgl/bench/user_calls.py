@@ -1,0 +1,164 @@
+"""Calls as users make them, against torch and cupyx in the same process (issue 51's table):
+`signal.fftconvolve` on device arrays and on numpy arrays (a new kernel each call), numpy-in /
+numpy-out `fft2`/`rfft2`/`fft`, and a device-resident loop with its host time per call.
+
+    python -m pyfftgl.bench.user_calls [--quick] [--backends vulkan gl] [--out FILE.json]
+
+Every time is wall clock: a steady-state call (after warm-up) for the one-shot rows, and µs per
+call of K back-to-back calls ended by one device finish for the loops (timing.loop_us)."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from .timing import loop_us
+
+CONV = (("2d same", (2048, 2048), (31, 31), "same"), ("2d valid", (4096, 4096), (63, 63), "valid"),
+        ("1d full", (1 << 22,), (4097,), "full"))
+QUICK_CONV = (("2d same", (256, 256), (15, 15), "same"), ("1d full", (1 << 14,), (257,), "full"))
+ONE_SHOT = (("fft2", (1024, 1024)), ("fft2", (2048, 2048)), ("fft2", (4096, 4096)),
+            ("fft", (3, 1024, 1024)), ("rfft2", (1024, 1024)), ("rfft2", (2048, 2048)),
+            ("rfft2", (4096, 4096)))
+QUICK_ONE_SHOT = (("fft2", (256, 256)), ("fft", (3, 128, 128)), ("rfft2", (256, 256)))
+
+
+def _steady_ms(fn, reps: int = 10) -> float:
+    """Median wall ms of fn() after two warm-up calls (plans, caches and clocks settled)."""
+    fn()
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
+def _torch():
+    try:
+        import torch
+        return torch if torch.cuda.is_available() else None
+    except ImportError:
+        return None
+
+
+def _cupy():
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception:
+        return None
+
+
+def _data(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def conv_rows(backend: str, cases, calls: int) -> list[dict]:
+    """fftconvolve on device arrays (steady state, a loop) and numpy in/out; the Convolver of
+    the same shapes; cupyx's fftconvolve (device-resident, and with its transfers)."""
+    import pyfftgl
+    import pyfftgl.signal as ps
+    dev = pyfftgl.get_device(backend)
+    rows = []
+    for name, ashape, kshape, mode in cases:
+        a, k = _data(ashape, np.float32, 1), _data(kshape, np.float32, 2)
+        da, dk = pyfftgl.asarray(a, backend=backend), pyfftgl.asarray(k, backend=backend)
+        row = {"case": f"fftconvolve {name} {ashape} * {kshape}", "backend": backend}
+        row["device_us"] = loop_us(lambda: ps.fftconvolve(da, dk, mode), dev.finish,
+                                   calls=calls)["us_per_call"]
+        conv = ps.Convolver(dk, ashape, mode=mode, backend=backend)
+        out = conv(da)
+        row["convolver_us"] = loop_us(lambda: conv(da, out=out), dev.finish,
+                                      calls=calls)["us_per_call"]
+        row["numpy_ms"] = _steady_ms(lambda: ps.fftconvolve(a, k, mode), reps=5)
+        cp = _cupy()
+        if cp is not None:
+            import cupyx.scipy.signal as csig
+            ca, ck = cp.asarray(a), cp.asarray(k)
+            row["cupyx_device_us"] = loop_us(lambda: csig.fftconvolve(ca, ck, mode),
+                                             cp.cuda.Device().synchronize,
+                                             calls=calls)["us_per_call"]
+            row["cupyx_numpy_ms"] = _steady_ms(
+                lambda: cp.asnumpy(csig.fftconvolve(cp.asarray(a), cp.asarray(k), mode)), reps=5)
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def one_shot_rows(backend: str, cases) -> list[dict]:
+    """numpy in, numpy out: pyfftgl.<kind>(x) against torch's x.cuda() ... .cpu() round trip."""
+    import pyfftgl
+    torch = _torch()
+    rows = []
+    for kind, shape in cases:
+        x = _data(shape, np.float32 if kind.startswith("r") else np.complex64)
+        kw = {"axes": (-2, -1)} if kind.endswith("2") else {"axis": -1}
+        row = {"case": f"{kind} numpy in/out {shape}", "backend": backend,
+               "ms": _steady_ms(lambda: getattr(pyfftgl, kind)(x, backend=backend, **kw))}
+        if torch is not None:
+            tkw = {"dim": (-2, -1)} if kind.endswith("2") else {"dim": -1}
+            fn = getattr(torch.fft, kind)
+            row["torch_ms"] = _steady_ms(lambda: fn(torch.from_numpy(x).cuda(), **tkw).cpu())
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def loop_rows(backend: str, shape, calls: int) -> list[dict]:
+    """A cached plan's device loop (fft over the last axis of `shape`) and its host time per
+    call: the loop's wall time before the finish, on a transform small enough for the GPU to
+    keep up with the host (8 x 1024), so that the host's own work is what is timed."""
+    import pyfftgl
+    dev = pyfftgl.get_device(backend)
+    rows = []
+    for what, shp in (("loop", shape), ("host", (8, 1024))):
+        x = pyfftgl.asarray(_data(shp, np.complex64), backend=backend)
+        p = pyfftgl.plan(shp, np.complex64, kind="fft", backend=backend)
+        o = p(x)
+        loop = loop_us(lambda: p(x, out=o), dev.finish, calls=calls)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            p(x, out=o)
+        host_us = (time.perf_counter() - t0) / calls * 1e6
+        dev.finish()
+        row = {"case": f"device loop fft {shp}", "backend": backend,
+               "us_per_call": loop["us_per_call"], "host_us_per_call": host_us}
+        torch = _torch()
+        if torch is not None and what == "loop":
+            t = torch.from_numpy(_data(shp, np.complex64)).cuda()
+            row["torch_us"] = loop_us(lambda: torch.fft.fft(t, dim=-1), torch.cuda.synchronize,
+                                      calls=calls)["us_per_call"]
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pyfftgl.bench.user_calls", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small cases (software drivers)")
+    ap.add_argument("--backends", nargs="+", default=["vulkan", "gl"])
+    ap.add_argument("--calls", type=int, default=50, help="calls per loop (at least)")
+    ap.add_argument("--out", help="write the rows to this JSON file")
+    args = ap.parse_args(argv)
+    rows = []
+    for backend in args.backends:
+        rows += conv_rows(backend, QUICK_CONV if args.quick else CONV, args.calls)
+        rows += one_shot_rows(backend, QUICK_ONE_SHOT if args.quick else ONE_SHOT)
+        rows += loop_rows(backend, (3, 128, 128) if args.quick else (3, 1024, 1024), args.calls)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
