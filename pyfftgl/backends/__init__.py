@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import threading
 
-from .. import profiles
 from . import _vkinfo as vkinfo  # noqa: F401 (the documented internal above)
+from . import profiles
 from .base import BackendUnavailable, Device, DeviceError, on_device_lost
+from .profiles import on_profile_change  # noqa: F401 (the layers above listen through it)
 
 BACKENDS = ("vulkan", "gl")
 _devices: dict[str, Device] = {}
@@ -43,7 +44,7 @@ def get_device(backend: str | Device | None = None) -> Device:
         names = BACKENDS if backend == "auto" else (backend,)
         reasons = []
         for name in names:
-            try:  # the device profile in force (pyfftgl.profiles) may refuse the API or driver
+            try:  # the device profile in force (profiles.py) may refuse the API or driver
                 profiles.check_api(name)
                 if name not in _devices and name not in _errors:
                     try:

@@ -361,7 +361,7 @@ class GLDevice(Device):
         self._buffer_storage = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers)
         gi = ctx.info
         renderer = gi["GL_RENDERER"]
-        self.info = DeviceInfo(
+        self.driver_info = DeviceInfo(
             api="gl",
             name=renderer,
             driver=f"{gi['GL_VENDOR']} {gi['GL_VERSION']}",

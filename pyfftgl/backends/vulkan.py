@@ -215,7 +215,7 @@ class VulkanDevice(Device):
         props = _choose(devices)
         self._mgr = kp.Manager(props["index"], [props["compute_family"]])
         self._timestamp_period = props["timestamp_period"]
-        self.info = DeviceInfo(
+        self.driver_info = DeviceInfo(
             api="vulkan",
             name=props["device_name"],
             driver=f"driver {props['driver_version']:#x} (vendor {props['vendor_id']:#06x})",
