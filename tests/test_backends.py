@@ -158,16 +158,16 @@ def test_gl_large_buffers_take_vulkan_memory_where_the_drivers_share_it():
         assert dev.ctx.error == "GL_NO_ERROR"
     if not dev.vulkan_memory:
         pytest.skip(f"this GL driver does not take Vulkan's memory: {dev.vulkan_memory_note}")
-    live = dev._vkmemory.live
+    live = dev.storage.vkmemory.live
     big, small = dev.buffer(gl.VULKAN_MEMORY_MIN_BYTES), dev.buffer(gl.VULKAN_MEMORY_MIN_BYTES - 4)
     assert big.vulkan_memory and not small.vulkan_memory
-    assert dev._vkmemory.live == live + 1
+    assert dev.storage.vkmemory.live == live + 1
     dev.write(big, np.arange(1 << 20, dtype=np.float32))
     assert np.array_equal(dev.read(big, 1 << 20), np.arange(1 << 20, dtype=np.float32))
     del big
     gc.collect()
     dev.finish()  # a call: it deletes what the collector dropped
-    assert dev._vkmemory.live == live
+    assert dev.storage.vkmemory.live == live
     with dev.current():
         assert dev.ctx.error == "GL_NO_ERROR"
 
