@@ -39,7 +39,8 @@ def get_device(backend: str | Device | None = None) -> Device:
     if backend is None:
         backend = default_backend()
     if not isinstance(backend, str) or backend not in BACKENDS + ("auto",):
-        raise ValueError(f"backend must be one of {BACKENDS + ('auto',)} or a Device, got {backend!r}")
+        raise ValueError(f"backend must be one of {BACKENDS + ('auto',)} or a Device, "
+                         f"got {backend!r}")
     with _lock:
         names = BACKENDS if backend == "auto" else (backend,)
         reasons = []

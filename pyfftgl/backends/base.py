@@ -192,7 +192,8 @@ class Device(abc.ABC):
         if precision == 64 and not self.info.float64:
             i = self.info
             feature = "shaderFloat64" if i.api == "vulkan" else "GL_ARB_gpu_shader_fp64"
-            lacks = f"under device profile {i.profile!r} has no fp64" if i.profile else f"lacks {feature}"
+            lacks = (f"under device profile {i.profile!r} has no fp64" if i.profile
+                     else f"lacks {feature}")
             raise PrecisionUnavailable(
                 f"{i.api}:{i.name} {lacks}, which double-precision (float64/complex128) transforms "
                 "need; pass float32/complex64 data")

@@ -417,7 +417,8 @@ def _standalone_context():
     try:
         import moderngl
     except ImportError as e:
-        raise BackendUnavailable(f"the GL backend needs ModernGL ({e}); pip install moderngl") from e
+        raise BackendUnavailable(f"the GL backend needs ModernGL ({e}); "
+                                 "pip install moderngl") from e
     try:
         return moderngl.create_standalone_context(require=430, backend="egl")
     except Exception as e:  # glcontext raises plain Exceptions

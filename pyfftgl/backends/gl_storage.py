@@ -74,12 +74,13 @@ class GLStorage:
         """(glCreateBuffers, glNamedBufferStorage, glDeleteBuffers,
         glGetNamedBufferParameteri64v), or False before GL 4.5."""
         if self._procs is None:
+            names = ctypes.POINTER(ctypes.c_uint32)
             try:
                 self._procs = (
-                    gl_proc("glCreateBuffers", None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)),
+                    gl_proc("glCreateBuffers", None, ctypes.c_int32, names),
                     gl_proc("glNamedBufferStorage", None, ctypes.c_uint32, ctypes.c_ssize_t,
                             ctypes.c_void_p, ctypes.c_uint32),
-                    gl_proc("glDeleteBuffers", None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)),
+                    gl_proc("glDeleteBuffers", None, ctypes.c_int32, names),
                     gl_proc("glGetNamedBufferParameteri64v", None, ctypes.c_uint32, ctypes.c_uint32,
                             ctypes.POINTER(ctypes.c_int64)))
             except OSError:

@@ -163,10 +163,10 @@ class VulkanDevice(Device):
             from .. import _kp as kp
         except ImportError as e:
             raise BackendUnavailable(
-                f"the Vulkan backend needs pyfftgl's compiled Kompute module, pyfftgl._kp, which "
-                f"failed to import ({e}); pip builds it when it installs pyfftgl from source (a C++ "
-                "compiler and the Vulkan headers: Debian's g++ and libvulkan-dev), and `make setup` "
-                "does in a clone") from e
+                f"the Vulkan backend needs pyfftgl's compiled Kompute module, pyfftgl._kp, "
+                f"which failed to import ({e}); pip builds it when it installs pyfftgl from "
+                "source (a C++ compiler and the Vulkan headers: Debian's g++ and libvulkan-dev), "
+                "and `make setup` does in a clone") from e
         if not (hasattr(kp, "OpMemoryBarrier") and hasattr(kp.Sequence, "record_timestamp")
                 and hasattr(kp.Manager, "algorithm_like")
                 and hasattr(kp.Sequence, "is_done")):
@@ -408,7 +408,7 @@ class VulkanDevice(Device):
             flat = np.ascontiguousarray(data).view(np.float32).ravel()
             init[: flat.size] = flat
         buf = self._track(VkBuffer(self.manager.tensor_t(init), nbytes))
-        if data is not None:  # a device tensor's initial data sits in its staging buffer until synced
+        if data is not None:  # a device tensor's initial data sits in its staging copy until synced
             self.count_transfers(to_device=1)
             self.transfers.run(kp.OpTensorSyncDevice([buf.tensor]))
         return buf
