@@ -1,4 +1,5 @@
-"""Device profiles (pyfftgl/profiles.py): the limits of real GPUs, proven on the software drivers.
+"""Device profiles (pyfftgl/backends/profiles.py): the limits of real GPUs, proven on the software
+drivers.
 
 Profiles at or under the software drivers' 32 KB run their tier here, on each API the profile has
 (split between the two drivers where it has both, as conftest.share splits the size sweeps): every

@@ -34,8 +34,9 @@ import numpy as np
 
 from .. import wisdom
 from .base import BackendUnavailable, Device, DeviceInfo, Limits, Program, Submission
-from .gl_context import GLContext, egl, gl_integer, gl_proc  # noqa: F401 (gl_proc: its old home)
-from .gl_storage import GLBuffer, GLImage, GLStorage  # noqa: F401 (GLBuffer: its old home)
+# gl_proc, VULKAN_MEMORY_MIN_BYTES and GLBuffer: their old home, which tests and tools import
+from .gl_context import GLContext, egl, gl_integer, gl_proc  # noqa: F401
+from .gl_storage import VULKAN_MEMORY_MIN_BYTES, GLBuffer, GLImage, GLStorage  # noqa: F401
 
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
 GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
