@@ -121,7 +121,7 @@ class GLSubmission(Submission):
     NVIDIA's driver (every dispatch then ran at PCIe speed)."""
 
     def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
-        self.device = device
+        self.device, self._context = device, device.context  # the context every call enters
         self.uploads, self.downloads = uploads, downloads
         # Per dispatch: (barrier bits, [(bind, args)], program, ((push index, uniform, value),
         # ...), groups), taken apart once here: every call issues each dispatch from Python
@@ -183,7 +183,7 @@ class GLSubmission(Submission):
         ctx.memory_barrier(self._end_barrier)
 
     def _run(self, inputs, timed, wait):
-        with self.device.current() as ctx:
+        with self._context as ctx:  # device.current()
             if self._uploads:
                 self._wait_fence()  # the last run's upload copies read the staging memory
             for (buf, staging, mapped), data in zip(self._uploads, inputs):
@@ -202,7 +202,7 @@ class GLSubmission(Submission):
                     self._set_fence()
 
     def _set_fence(self):
-        fence_sync, _, delete, flush = self.device.context.sync_procs()
+        fence_sync, _, delete, flush = self._context.sync_procs()
         if self._fence is not None:
             delete(self._fence)
         self._fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
@@ -213,10 +213,10 @@ class GLSubmission(Submission):
         its fence has signalled)."""
         if self._fence is None:
             return
-        client_wait = self.device.context.client_wait()
+        client_wait = self._context.client_wait()
         while client_wait(self._fence, 1, 1_000_000_000) not in (0x911A, 0x911C):  # signalled
             pass
-        self.device.context.sync_procs()[2](self._fence)
+        self._context.sync_procs()[2](self._fence)
         self._fence = None
 
     def _timed_dispatch(self):
