@@ -10,7 +10,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import planner, shaders
-from .backends import get_device, on_device_lost
+from .backends import get_device, on_device_lost, on_profile_change
 from .backends.base import Device, Dispatch
 from .limits import Limits
 from .planner import Storage
@@ -326,6 +326,7 @@ class PlanCache:
 plan_cache = PlanCache()
 on_device_lost(plan_cache.forget_device)
 on_device_lost(shaders.program_cache.forget_device)
+on_profile_change(plan_cache.clear)  # plans made under the old limits
 
 
 def cache_key(device: Device, shape: tuple[int, ...], steps: tuple, precision: int = 32) -> tuple:

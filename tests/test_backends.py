@@ -62,7 +62,7 @@ def test_kp_timestamps_bracket_a_span():
     from pyfftgl import _kp as kp
     dev = get_device("vulkan")
     tensors = [dev.buffer(1 << 20).tensor for _ in range(3)]
-    seq = dev._mgr.sequence(total_timestamps=2)
+    seq = dev.manager.sequence(total_timestamps=2)
     seq.record(kp.OpTensorSyncDevice(tensors[:1]))
     seq.record_timestamp()
     for t in tensors:
@@ -84,22 +84,21 @@ def test_kp_algorithms_share_a_pipeline_and_keep_it_alive():
     from pyfftgl import _kp as kp
 
     from pyfftgl import planner
-    from pyfftgl.backends import vulkan
+    from pyfftgl.backends import vulkan_transfers as vt
     dev = get_device("vulkan")
     data = np.random.default_rng(7).standard_normal(4096).astype(np.float32)
     a, b, c, d = (dev.buffer(data.nbytes) for _ in range(4))
     spirv = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES).spirv
-    base = dev._mgr.algorithm([a.tensor, b.tensor], spirv, [4, 1, 1], np.zeros(0, np.uint32),
+    base = dev.manager.algorithm([a.tensor, b.tensor], spirv, [4, 1, 1], np.zeros(0, np.uint32),
                               np.zeros(len(planner.PUSH_NAMES), np.uint32))
-    like = dev._mgr.algorithm_like(base, [c.tensor, d.tensor], [4, 1, 1])
+    like = dev.manager.algorithm_like(base, [c.tensor, d.tensor], [4, 1, 1])
     with pytest.raises(RuntimeError, match="1 tensors given, the shared pipeline binds 2"):
-        dev._mgr.algorithm_like(base, [c.tensor])
+        dev.manager.algorithm_like(base, [c.tensor])
     del base
     gc.collect()
     dev.write(c, data)
-    seq = dev._mgr.sequence()
-    seq.record(vulkan._barrier(vulkan._TRANSFER_WRITE, vulkan._SHADER_RW, vulkan._TRANSFER,
-                               vulkan._COMPUTE))
+    seq = dev.manager.sequence()
+    seq.record(vt.barrier(vt.TRANSFER_WRITE, vt.SHADER_RW, vt.TRANSFER, vt.COMPUTE))
     seq.record(kp.OpAlgoDispatch(like, np.array([1024, 0, 0, 0, 0, 0], np.uint32)))
     seq.eval()
     assert np.array_equal(dev.read(d, data.size), data)
@@ -159,16 +158,16 @@ def test_gl_large_buffers_take_vulkan_memory_where_the_drivers_share_it():
         assert dev.ctx.error == "GL_NO_ERROR"
     if not dev.vulkan_memory:
         pytest.skip(f"this GL driver does not take Vulkan's memory: {dev.vulkan_memory_note}")
-    live = dev._vkmemory.live
+    live = dev.storage.vkmemory.live
     big, small = dev.buffer(gl.VULKAN_MEMORY_MIN_BYTES), dev.buffer(gl.VULKAN_MEMORY_MIN_BYTES - 4)
     assert big.vulkan_memory and not small.vulkan_memory
-    assert dev._vkmemory.live == live + 1
+    assert dev.storage.vkmemory.live == live + 1
     dev.write(big, np.arange(1 << 20, dtype=np.float32))
     assert np.array_equal(dev.read(big, 1 << 20), np.arange(1 << 20, dtype=np.float32))
     del big
     gc.collect()
     dev.finish()  # a call: it deletes what the collector dropped
-    assert dev._vkmemory.live == live
+    assert dev.storage.vkmemory.live == live
     with dev.current():
         assert dev.ctx.error == "GL_NO_ERROR"
 
@@ -235,3 +234,22 @@ def test_the_vulkan_query_instance_is_made_once_and_kept(monkeypatch):
     with _vkinfo.instance(lib) as (again, _):
         assert again.value == first.value
     assert len(made) <= 1  # none where an earlier test of this process made it
+
+
+def test_vulkan_staging_tensors_are_kept_by_size_within_a_bound():
+    """Device-only buffers move through staging tensors kept for reuse by size (pyfftgl.lru, least
+    recently used out past STAGING_KEPT_BYTES); a buffer above the bound keeps none."""
+    dev = get_device("vulkan")
+    staging = dev.transfers.staging
+    kept = staging.max_bytes
+    data = np.arange(1024, dtype=np.float32)
+    small = dev.buffer(data.nbytes, device_only=True)
+    dev.write(small, data)
+    assert len(data) in staging and staging.nbytes <= kept
+    tensor = staging.get(len(data))
+    assert np.array_equal(dev.read(small, data.size), data)
+    assert staging.get(len(data)) is tensor  # the same tensor again
+    big = dev.buffer(kept + 4, device_only=True)
+    dev.write(big, np.ones((kept + 4) // 4, np.float32))
+    assert (kept + 4) // 4 not in staging and staging.nbytes <= kept
+    assert dev.read(big, 4).tolist() == [1.0] * 4

@@ -1,4 +1,5 @@
-"""Device profiles (pyfftgl/profiles.py): the limits of real GPUs, proven on the software drivers.
+"""Device profiles (pyfftgl/backends/profiles.py): the limits of real GPUs, proven on the software
+drivers.
 
 Profiles at or under the software drivers' 32 KB run their tier here, on each API the profile has
 (split between the two drivers where it has both, as conftest.share splits the size sweeps): every
@@ -300,3 +301,72 @@ def test_docs_table_matches_the_profiles():
             " x ".join(map(str, p.max_group_size)), " x ".join(map(str, p.max_group_count)),
             size(p.max_buffer_bytes), "yes" if p.float64 else "no",
             ", ".join({"vulkan": "Vulkan", "gl": "GL"}[a] for a in p.apis)], name
+
+
+@pytest.mark.quick
+def test_blocks_of_two_threads_leave_no_profile_in_force():
+    """device_profile blocks entered and left by two threads at once (their ends interleaved
+    with the other's starts) leave the profile in force before them once all have ended, and
+    every block sees a profile in force (the process-wide semantics: device_profile's docstring)."""
+    import sys
+    import threading
+    import time
+    assert profiles.active() is None
+    seen, errors = [], []
+    start = threading.Barrier(2)
+
+    def blocks(name):
+        try:
+            start.wait()
+            for _ in range(1000):
+                with pyfftgl.device_profile(name):
+                    time.sleep(0)  # the other thread's block starts or ends here
+                    seen.append(profiles.active() is not None)
+                time.sleep(0)
+        except BaseException as e:  # reported below: an assert in a thread would pass silently
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, inside the blocks' starts and ends
+    try:
+        threads = [threading.Thread(target=blocks, args=(n,))
+                   for n in ("raspberry-pi-5", "android-baseline")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors and len(seen) == 2000 and all(seen)
+    assert profiles.active() is None
+
+
+def test_a_profile_change_tells_the_listeners():
+    """The plan cache listens (plans.py registers it), and drops the plans made under the limits
+    before; a device keeps its driver's own info throughout (its `info` is a view)."""
+    calls, listening = [], [True]  # the listener stays registered: quiet after this test
+    profiles.on_profile_change(lambda: listening[0] and calls.append(profiles.active()))
+    x = np.arange(16, dtype=np.complex64)
+    np.testing.assert_allclose(pyfftgl.fft(x, backend="vulkan"), np.fft.fft(x), atol=1e-3)
+    dev = get_device("vulkan")
+    own = dev.driver_info
+    assert pyfftgl.plan_cache.stats()["plans"] > 0 and dev.info is own and not own.profile
+    with pyfftgl.device_profile("android-baseline") as p:
+        assert pyfftgl.plan_cache.stats()["plans"] == 0
+        assert dev.info.profile == p.name and dev.driver_info is own and "info" not in vars(dev)
+        assert get_device("vulkan").info is dev.info  # the view is made once per profile
+    listening[0] = False
+    assert calls == [p, None] and dev.info is own
+
+
+@pytest.mark.quick
+def test_set_device_profile_outlasts_open_blocks(monkeypatch):
+    from pyfftgl.backends import profiles as selection
+    for name in ("_chosen", "_in_force"):  # the environment decides again after this test
+        monkeypatch.setattr(selection, name, getattr(selection, name))
+    with pyfftgl.device_profile("apple-m1"):
+        pyfftgl.set_device_profile("mali-g78")
+        assert profiles.active().name == "mali-g78"
+    assert profiles.active().name == "mali-g78"
+    pyfftgl.set_device_profile(None)
+    assert profiles.active() is None

@@ -186,12 +186,13 @@ def test_gl_host_calls_through_staging(monkeypatch, mapped):
     or, on older GL, through glBufferSubData / glGetBufferSubData: each of several calls in a
     row gets its own input's transform (a call that read the staging memory before the last
     call's copies finished would give the other's)."""
-    from pyfftgl.backends.gl import GLDevice
+    from pyfftgl.backends.gl_storage import GLStorage
     dev = get_device("gl")
     with dev.current():
-        assert (dev._staging(16, read=True)[1] is not None) == (dev.ctx.version_code >= 450)
+        assert ((dev.storage.staging(16, read=True)[1] is not None)
+                == (dev.ctx.version_code >= 450))
     if not mapped:
-        monkeypatch.setattr(GLDevice, "_staging", lambda self, n, read: (
+        monkeypatch.setattr(GLStorage, "staging", lambda self, n, read: (
             self.ctx.buffer(reserve=max(4, n), dynamic=True), None))
     shape = (64, 40) if mapped else (64, 56)  # a plan of its own, recorded with this staging
     xs = [random_complex(shape, seed=20 + i) for i in range(3)]

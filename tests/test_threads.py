@@ -121,7 +121,7 @@ def test_gl_threads_keep_contexts_of_their_own():
     current between calls (a call switches none), and calls on different threads are ordered
     on the GPU: what one thread's call wrote, the next call on another thread reads."""
     dev = get_device("gl")
-    egl = dev._egl
+    egl = dev.context.egl
     x = np.arange(16, dtype=np.float32).astype(np.complex64)
     ref = np.fft.fft(x.astype(np.complex128))
     assert_accurate(pyfftgl.fft(x, backend="gl"), ref, 16)
@@ -166,9 +166,9 @@ def test_gl_call_puts_the_callers_context_back():
     def with_own_context():
         mine = moderngl.create_standalone_context(require=430, backend="egl")
         with mine:  # current on this thread from here
-            handle = dev._egl.context()
+            handle = dev.context.egl.context()
             y = pyfftgl.fft(x, backend="gl")
-            back = dev._egl.context() == handle
+            back = dev.context.egl.context() == handle
         mine.release()
         return y, back
     y, back = _in_thread(with_own_context)
@@ -208,13 +208,13 @@ d = pyfftgl.asarray(x, backend="gl")
 o = pyfftgl.asarray(np.zeros_like(x), backend="gl")
 for _ in range(20):
     p(d, out=o)
-state = {"threads": threading.active_count(), "unfenced": dev._unfenced,
-         "fence": dev._fence is not None}
+state = {"threads": threading.active_count(), "unfenced": dev.context.unfenced,
+         "fence": dev.context.fence is not None}
 got = []
 t = threading.Thread(target=lambda: got.append(o.get()))  # the first call on another context
 t.start()
 t.join()
-state["fenced_at_start"] = not dev._unfenced
+state["fenced_at_start"] = not dev.context.unfenced
 ref = np.fft.fft2(x.astype(np.complex128))
 state["rel_err"] = float(np.linalg.norm(got[0] - ref) / np.linalg.norm(ref))
 print(json.dumps(state))

@@ -27,7 +27,7 @@ from render_bench import loop_ms  # noqa: E402
 
 from pyfftgl.backends import _vkinfo  # noqa: E402
 from pyfftgl.backends import _vkmemory as vm  # noqa: E402
-from pyfftgl.backends._glcontext import gl_proc  # noqa: E402
+from pyfftgl.backends.gl_context import gl_proc  # noqa: E402
 from pyfftgl.shaders import compile_spirv  # noqa: E402
 
 # vulkan_core.h, GL_EXT_semaphore_fd

@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import threading
 
-from .. import profiles
 from . import _vkinfo as vkinfo  # noqa: F401 (the documented internal above)
+from . import profiles
 from .base import BackendUnavailable, Device, DeviceError, on_device_lost
+from .profiles import on_profile_change  # noqa: F401 (the layers above listen through it)
 
 BACKENDS = ("vulkan", "gl")
 _devices: dict[str, Device] = {}
@@ -38,12 +39,13 @@ def get_device(backend: str | Device | None = None) -> Device:
     if backend is None:
         backend = default_backend()
     if not isinstance(backend, str) or backend not in BACKENDS + ("auto",):
-        raise ValueError(f"backend must be one of {BACKENDS + ('auto',)} or a Device, got {backend!r}")
+        raise ValueError(f"backend must be one of {BACKENDS + ('auto',)} or a Device, "
+                         f"got {backend!r}")
     with _lock:
         names = BACKENDS if backend == "auto" else (backend,)
         reasons = []
         for name in names:
-            try:  # the device profile in force (pyfftgl.profiles) may refuse the API or driver
+            try:  # the device profile in force (profiles.py) may refuse the API or driver
                 profiles.check_api(name)
                 if name not in _devices and name not in _errors:
                     try:

@@ -148,7 +148,8 @@ class _QueueCreateInfo(Structure):
 
 class _DeviceCreateInfo(Structure):
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
-                ("queueCreateInfoCount", c_uint32), ("pQueueCreateInfos", POINTER(_QueueCreateInfo)),
+                ("queueCreateInfoCount", c_uint32),
+                ("pQueueCreateInfos", POINTER(_QueueCreateInfo)),
                 ("enabledLayerCount", c_uint32), ("ppEnabledLayerNames", c_void_p),
                 ("enabledExtensionCount", c_uint32), ("ppEnabledExtensionNames", c_void_p),
                 ("pEnabledFeatures", c_void_p)]

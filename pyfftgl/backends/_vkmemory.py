@@ -88,7 +88,7 @@ class _GL:
     the context current on this thread (EGL's, else GLX's)."""
 
     def __init__(self):
-        from ._glcontext import gl_proc as fn
+        from .gl_context import gl_proc as fn
         self.get_error = fn("glGetError", c_uint32)
         self.get_integer = fn("glGetIntegerv", None, c_uint32, POINTER(c_int32))
         self.get_uuid = fn("glGetUnsignedBytevEXT", None, c_uint32, POINTER(c_uint8))

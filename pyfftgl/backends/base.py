@@ -23,6 +23,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..limits import Limits
+from . import profiles
+from .errors import BackendUnavailable, DeviceError, PrecisionUnavailable  # noqa: F401 (their home)
 
 
 _lost_listeners: list = []  # called with a device when it is lost (on_device_lost)
@@ -32,27 +34,6 @@ def on_device_lost(listener) -> None:
     """Call `listener(device)` when a device is lost: the backend selection opens a new one next
     time, and the layers above drop what they hold of it (plans, programs)."""
     _lost_listeners.append(listener)
-
-
-class BackendUnavailable(RuntimeError):
-    """A requested backend cannot run here; the message says why and how to fix it."""
-
-
-class PrecisionUnavailable(BackendUnavailable, TypeError):
-    """The device lacks what a precision needs (double: Vulkan's shaderFloat64, GL 4.0's
-    GL_ARB_gpu_shader_fp64); a TypeError too, as for any dtype pyfftgl cannot compute."""
-
-
-class DeviceError(RuntimeError):
-    """The driver failed work pyfftgl gave it: a failed submission or a lost device.
-
-    `driver_message` is the driver's own report; `lost` says the device is gone, in which case
-    its plans and arrays refuse further work and the next call that names the backend opens a
-    new device."""
-
-    def __init__(self, message: str, *, backend: str, driver_message: str, lost: bool = False):
-        super().__init__(message)
-        self.backend, self.driver_message, self.lost = backend, driver_message, lost
 
 
 @dataclass(frozen=True)
@@ -65,6 +46,16 @@ class DeviceInfo:
     is_software: bool  # lavapipe / llvmpipe: CPU emulation of a GPU
     float64: bool = False  # the kernels may compute in double (PRECISION 64)
     profile: str = ""  # the device profile (pyfftgl.profiles) the limits are held to, if any
+
+
+class _InfoUnderProfile:
+    """Device.info: the device's `driver_info`, or its view under the device profile in force
+    (backends/profiles.py computes it once per device and profile), so that no one rewrites a
+    device's info. Not a data descriptor: an instance attribute of the name (a test's
+    monkeypatch) is read first."""
+
+    def __get__(self, device, owner=None):
+        return self if device is None else profiles.info_of(device)
 
 
 class Buffer(abc.ABC):
@@ -156,9 +147,11 @@ class Submission(abc.ABC):
 
 class Device(abc.ABC):
     """A GPU through one API. The public methods are the protocol every layer above uses; a
-    backend implements the underscored primitives they call, and sets `info` and `lock`."""
+    backend implements the underscored primitives they call, and sets `driver_info` (its
+    driver's own DeviceInfo, which `info` reports under no device profile) and `lock`."""
 
-    info: DeviceInfo
+    driver_info: DeviceInfo
+    info = _InfoUnderProfile()
     # Held by every call that submits, waits, allocates or moves data (reentrant): a Vulkan
     # queue, kp's sequences and a GL context are not safe to use from two threads at once.
     lock: threading.RLock
@@ -199,7 +192,8 @@ class Device(abc.ABC):
         if precision == 64 and not self.info.float64:
             i = self.info
             feature = "shaderFloat64" if i.api == "vulkan" else "GL_ARB_gpu_shader_fp64"
-            lacks = f"under device profile {i.profile!r} has no fp64" if i.profile else f"lacks {feature}"
+            lacks = (f"under device profile {i.profile!r} has no fp64" if i.profile
+                     else f"lacks {feature}")
             raise PrecisionUnavailable(
                 f"{i.api}:{i.name} {lacks}, which double-precision (float64/complex128) transforms "
                 "need; pass float32/complex64 data")

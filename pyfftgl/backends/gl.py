@@ -3,13 +3,16 @@
 By default it opens its own headless EGL context; pass a ModernGL context to share the caller's
 (the render-loop case).
 
+The backend in parts: gl_context.GLContext owns the context, the threads' contexts and the
+fences (every call enters it: GLDevice.current), gl_storage.GLStorage the buffers, staging
+buffers, images and their transfers; GLDevice composes them and keeps the Device primitives,
+compiling and the error checks. This module also holds the submissions (GLSubmission) and the
+barriers they issue.
+
 Threads: every call takes the device's lock and has a context current on the calling thread
-(GLDevice.current). On the library's own context each thread gets a context of one share group,
-left current between calls where the thread had none (no context switch per call), with fences
-ordering calls across contexts (_Current); code that uses `device.ctx` directly does so inside
-`with device.current():`. A caller's context is made current for a call where it is an EGL
-context current on no other thread; where it is current on the calling thread it is used as is.
-GL objects dropped by the garbage collector (on any thread) are deleted by the next call. The GL
+(GLContext says how); code that uses `device.ctx` directly does so inside
+`with device.current():`. GL objects dropped by the garbage collector (on any thread) are deleted
+by the next call. The GL
 state a submission changes: SSBO bindings 0-3 and image units 0-7 (they write images) of the
 kernels it runs, the top 8 texture units (GLDevice.texture_unit_base: kernels read textures
 through the library's sampler, which stays bound there) and the bound compute program. Its memory
@@ -18,69 +21,25 @@ the last comes one of all bits, or where a submission writes only textures, one 
 sampling, drawing and copies.
 
 Two things outside this module's objects: importing it installs a process-wide audit hook
-(_glcontext._fence_before_new_threads), and a device stores itself on its ModernGL context as
+(gl_context._fence_before_new_threads), and a device stores itself on its ModernGL context as
 `ctx._pyfftgl_device` (GLDevice.of: one device, so one program cache, per context).
 """
 from __future__ import annotations
 
-import collections
 import ctypes
-import threading
 import time
 import weakref
 
 import numpy as np
 
 from .. import wisdom
-from .gldebug import DEBUG_OUTPUT, debug_output_on, expected_errors
-from ..planner import IMAGE_FORMATS, image_format
-from ._glcontext import _OWN_DEVICES, _Current, _egl, _ThreadContext, gl_proc
-from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Image, Limits, Program,
-                   Submission)
+from .base import BackendUnavailable, Device, DeviceInfo, Limits, Program, Submission
+# gl_proc, VULKAN_MEMORY_MIN_BYTES and GLBuffer: their old home, which tests and tools import
+from .gl_context import GLContext, egl, gl_integer, gl_proc  # noqa: F401
+from .gl_storage import VULKAN_MEMORY_MIN_BYTES, GLBuffer, GLImage, GLStorage  # noqa: F401
 
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
 GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
-GL_BUFFER_SIZE = 0x8764
-# Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): GL's own
-# placement of large buffers ran kernels at half speed (docs/performance-log.md).
-VULKAN_MEMORY_MIN_BYTES = 1 << 25
-
-
-def _gl_integer(pname: int) -> int:
-    """glGetIntegerv(pname) on the current context, for what ModernGL's ctx.info leaves out; 0
-    where there is no entry point."""
-    try:
-        get = gl_proc("glGetIntegerv", None, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32))
-    except OSError:
-        return 0
-    value = ctypes.c_int32(0)
-    get(pname, ctypes.byref(value))
-    return value.value
-
-
-class GLBuffer(Buffer):
-    def __init__(self, buf, nbytes: int, release=None, vulkan_memory: bool = False):
-        """`release`: deletes the GL buffer; called (GLDevice.deferred) by the device's next
-        call after this object is collected."""
-        self.buf = buf
-        self.nbytes = nbytes
-        self.vulkan_memory = vulkan_memory  # see _vkmemory
-        if release is not None:  # not at exit: the context may be gone by then
-            weakref.finalize(self, release).atexit = False
-
-
-class GLImage(Image):
-    """A ModernGL texture (the caller's or a plan's) as an image a kernel binds."""
-
-    def __init__(self, texture):
-        fmt = image_format(texture.components, texture.dtype)
-        if fmt is None:
-            raise TypeError(f"a texture of {texture.components} component(s) of dtype "
-                            f"{texture.dtype!r} is not one of {', '.join(IMAGE_FORMATS)}")
-        self.texture = texture
-        self.width, self.height = texture.size[:2]
-        self.layers = texture.size[2] if len(texture.size) == 3 else 1  # a TextureArray's
-        self.format, self.components = fmt, texture.components
 
 
 # GLSL's sampler types (GL_SAMPLER_2D, GL_SAMPLER_2D_ARRAY): the uniforms a kernel reads
@@ -162,7 +121,7 @@ class GLSubmission(Submission):
     NVIDIA's driver (every dispatch then ran at PCIe speed)."""
 
     def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
-        self.device = device
+        self.device, self._context = device, device.context  # the context every call enters
         self.uploads, self.downloads = uploads, downloads
         # Per dispatch: (barrier bits, [(bind, args)], program, ((push index, uniform, value),
         # ...), groups), taken apart once here: every call issues each dispatch from Python
@@ -195,8 +154,9 @@ class GLSubmission(Submission):
         # buffer storage exists: the host copies straight into and out of them, where
         # glBufferSubData / glGetBufferSubData added a driver-side copy each way and a second
         # wait. (buffer, staging, mapped bytes or None)
-        self._uploads = [(b, *device._staging(b.nbytes, read=False)) for b in uploads]
-        self._downloads = [(b, *device._staging(b.nbytes, read=True)) for b in downloads]
+        self._uploads = [(b, *device.storage.staging(b.nbytes, read=False)) for b in uploads]
+        self._downloads = [(b, *device.storage.staging(b.nbytes, read=True))
+                           for b in downloads]
         self._fence = None  # after the last run's download copies: the host waits on it to read
 
     def _dispatch_all(self):
@@ -223,7 +183,7 @@ class GLSubmission(Submission):
         ctx.memory_barrier(self._end_barrier)
 
     def _run(self, inputs, timed, wait):
-        with self.device.current() as ctx:
+        with self._context as ctx:  # device.current()
             if self._uploads:
                 self._wait_fence()  # the last run's upload copies read the staging memory
             for (buf, staging, mapped), data in zip(self._uploads, inputs):
@@ -242,7 +202,7 @@ class GLSubmission(Submission):
                     self._set_fence()
 
     def _set_fence(self):
-        fence_sync, _, delete, flush = self.device._sync_procs()
+        fence_sync, _, delete, flush = self._context.sync_procs()
         if self._fence is not None:
             delete(self._fence)
         self._fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
@@ -253,10 +213,10 @@ class GLSubmission(Submission):
         its fence has signalled)."""
         if self._fence is None:
             return
-        client_wait = self.device._client_wait()
+        client_wait = self._context.client_wait()
         while client_wait(self._fence, 1, 1_000_000_000) not in (0x911A, 0x911C):  # signalled
             pass
-        self.device._sync_procs()[2](self._fence)
+        self._context.sync_procs()[2](self._fence)
         self._fence = None
 
     def _timed_dispatch(self):
@@ -309,200 +269,65 @@ def _offered_version(moderngl) -> int | None:
 
 
 class GLDevice(Device):
-    """`vulkan_memory`: take the memory of buffers of VULKAN_MEMORY_MIN_BYTES or more from Vulkan
+    """A GL device: its `context` (GLContext: the lock, the threads' contexts, the fences) and
+    its `storage` (GLStorage: buffers, staging, images), composed; the Device primitives here.
+
+    `vulkan_memory`: take the memory of buffers of VULKAN_MEMORY_MIN_BYTES or more from Vulkan
     where the drivers share it (see _vkmemory). After the first such buffer, `vulkan_memory` says
     whether they do, and `vulkan_memory_note` why not."""
 
     def __init__(self, ctx=None, vulkan_memory: bool = True):
-        try:
-            import moderngl
-        except ImportError as e:
-            raise BackendUnavailable(f"the GL backend needs ModernGL ({e}); pip install moderngl") from e
-        own = ctx is None
-        egl = _egl()
-        before = egl.state() if own and egl else None  # a context the caller had current
-        if own:
-            try:
-                ctx = moderngl.create_standalone_context(require=430, backend="egl")
-            except Exception as e:  # glcontext raises plain Exceptions
-                offered = _offered_version(moderngl)
-                if offered is not None and offered < 430:
-                    raise BackendUnavailable(_too_old(offered)) from e
-                raise BackendUnavailable(
-                    f"no headless OpenGL 4.3 context via EGL ({e}): install a GPU driver with EGL, "
-                    "or Mesa's llvmpipe (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri)") from e
+        self.own = ctx is None  # the library's own context, not a caller's
+        calls = egl()
+        before = calls.state() if self.own and calls else None  # a context the caller had current
+        if self.own:
+            ctx = _standalone_context()
         if ctx.version_code < 430:
             raise BackendUnavailable(_too_old(ctx.version_code))
-        if own:
-            # Release GL objects when Python drops them, at the next call (the collector may
-            # run on a thread without the context); ModernGL's default keeps every buffer and
-            # program alive until released by hand, so evicted plans would hold their memory.
-            # A caller's context keeps its own mode: the objects made here release themselves.
-            ctx.gc_mode = "context_gc"
         self.ctx = ctx
-        self._own = own
-        self._depth = 0  # nesting of current() on the thread holding the lock
-        self._outer = False  # at the outermost current(): False (stays current), None or state
-        self._graveyard = collections.deque()  # releases of collected objects, for the next call
-        self._egl = egl
-        self._handle = self._egl.context() if self._egl else None  # current: just made/passed
-        host = getattr(ctx, "_pyfftgl_device", None)
-        # Another device on the library's own context shares its lock and its switching.
-        self._host = host if host is not None and host._own else None
-        self.lock = self._host.lock if self._host is not None else threading.RLock()
-        if own:
-            ctx._pyfftgl_device = self
-        self._current = _Current(self)
-        self.vulkan_memory, self.vulkan_memory_note = vulkan_memory, "" if vulkan_memory else "off"
-        self._vkmemory, self._vkmemory_worked = None, False
-        self._memory = None  # bytes of device memory (_memory_total)
-        self._texel_sampler = None  # texel_sampler()
-        self._reset_status = None  # glGetGraphicsResetStatus (check_errors)
-        self._buffer_storage = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers)
-        gi = ctx.info
-        renderer = gi["GL_RENDERER"]
-        self.info = DeviceInfo(
-            api="gl",
-            name=renderer,
-            driver=f"{gi['GL_VENDOR']} {gi['GL_VERSION']}",
-            api_version=f"{ctx.version_code // 100}.{ctx.version_code % 100 // 10}",
-            limits=Limits(
-                max_shared_bytes=max(_gl_integer(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE),
-                                     GL_SHARED_MEMORY_MINIMUM),
-                max_invocations=gi["GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS"],
-                max_group_size=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_SIZE"]),
-                max_group_count=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_COUNT"]),
-                max_buffer_bytes=gi["GL_MAX_SHADER_STORAGE_BLOCK_SIZE"],
-                max_texture_size=gi["GL_MAX_TEXTURE_SIZE"],
-                tuned=wisdom.load(renderer, "gl"),
-            ),
-            is_software="llvmpipe" in renderer or "softpipe" in renderer,
-            # doubles are core GLSL from GL 4.0 (GL_ARB_gpu_shader_fp64 before it)
-            float64=ctx.version_code >= 400 or "GL_ARB_gpu_shader_fp64" in ctx.extensions,
-        )
+        self.driver_info = _driver_info(ctx)  # queried with ctx current, before `before` is back
         # Images one dispatch may bind (GL 4.3 promises 8): a TextureFFT list takes one per texture.
-        self.image_units = max(8, min(_gl_integer(0x91BD), _gl_integer(0x8F38)))
+        self.image_units = max(8, min(gl_integer(0x91BD), gl_integer(0x8F38)))
         # Kernels read textures at the top 8 texture units (GL 4.3 promises 96), which a render
         # loop leaves alone: the caller's units 0.. keep their bindings and samplers, and the
         # library's sampler stays bound on its own units from call to call.
-        self.texture_unit_base = max(0, gi["GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS"] - 8)
-        # The library's own context: this thread's context of the share group, current here
-        # until the thread ends; other threads get contexts of their own (_thread_context).
-        self._local = threading.local()
-        self._fence, self._fence_ctx = None, None  # the last call's fence, and its context
-        self._unfenced = False  # the last call's work has no fence (the process had one thread)
-        self._sync = None  # (glFenceSync, glWaitSync, glDeleteSync, glFlush)
-        if own and self._handle:
-            self._display = self._egl.state()[0]
-            self._local.tc = _ThreadContext(self, self._handle, owned=False)
-            self._local.tc.debug = DEBUG_OUTPUT and debug_output_on(gl_proc)
-            if before and before[3]:
-                egl.restore(before)
-            _OWN_DEVICES.add(self)
-
-    def _thread_context(self) -> "_ThreadContext":
-        """This thread's context of the library's share group, made on its first call."""
-        tc = getattr(self._local, "tc", None)
-        if tc is None:
-            handle = self._egl.shared_context(self._display, self._handle, self.ctx.version_code)
-            tc = self._local.tc = _ThreadContext(self, handle, owned=True)
-        return tc
-
-    def _enter_own(self):
-        """Make this thread's context current (kept so where the thread had none current), and
-        order this call after the previous one where that ran on another context."""
-        tc = self._thread_context()
-        now = self._egl.context()
-        if now == tc.handle:
-            self._outer = False
+        self.texture_unit_base = max(0, ctx.info["GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS"] - 8)
+        host = getattr(ctx, "_pyfftgl_device", None)
+        # Another device on the library's own context shares its context state (lock, switching).
+        if host is not None and host.context.own:
+            self.context = host.context
         else:
-            self._outer = self._egl.state() if now else False
-            if not self._egl.make_current(self._display, tc.handle):
-                raise RuntimeError(f"eglMakeCurrent failed (EGL error "
-                                   f"{self._egl.lib.eglGetError():#x}) for this thread's context")
-            if DEBUG_OUTPUT and not tc.debug:
-                tc.debug = debug_output_on(gl_proc)
-        if self._fence is not None and self._fence_ctx != tc.handle:
-            self._sync[1](self._fence, 0, ctypes.c_uint64(0xFFFFFFFFFFFFFFFF))  # GPU-side wait
-            self._sync[2](self._fence)  # this context's later calls are ordered after it
-            self._fence = None
+            self.context = GLContext(ctx, self.own, calls, before)
+        self.lock = self.context.lock
+        if self.own:
+            ctx._pyfftgl_device = self
+        self.storage = GLStorage(self.context, self.deferred, vulkan_memory)
+        self._texel_sampler = None  # texel_sampler()
+        self._reset_status = None  # glGetGraphicsResetStatus (check_errors)
 
-    def _enter_callers(self):
-        """The caller's context: used where current on this thread, else made current for the
-        call where it is current on no other (and the thread's own context put back after)."""
-        now = self._egl.context() if self._handle else None
-        if now == self._handle:  # current here already (or not an EGL context we can move)
-            self._outer = False
-            return
-        self._outer = self._egl.state() if now else None
-        self.ctx.__enter__()
-        if self._egl.context() != self._handle:
-            self.ctx.__exit__(None, None, None)
-            if self._outer:
-                self._egl.restore(self._outer)
-            raise RuntimeError("the GL context is current on another thread: call "
-                               "pyfftgl on that thread, or release it there first")
+    @property
+    def vulkan_memory(self) -> bool:
+        return self.storage.vulkan_memory
 
-    def _sync_procs(self) -> tuple:
-        """(glFenceSync, glWaitSync, glDeleteSync, glFlush), looked up once."""
-        if self._sync is None:
-            self._sync = (gl_proc("glFenceSync", ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32),
-                          gl_proc("glWaitSync", None, ctypes.c_void_p, ctypes.c_uint32,
-                                  ctypes.c_uint64),
-                          gl_proc("glDeleteSync", None, ctypes.c_void_p),
-                          gl_proc("glFlush", None))
-        return self._sync
+    @property
+    def vulkan_memory_note(self) -> str:
+        return self.storage.vulkan_memory_note
 
-    def _fence_here(self):
-        """A flushed fence after this call's commands, for a call on another context to wait on."""
-        fence_sync, _, delete, flush = self._sync_procs()
-        fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
-        flush()
-        if self._fence is not None:
-            delete(self._fence)
-        self._fence, self._fence_ctx = fence, self._egl.context()
-
-    def fence_pending(self):
-        """Fence the last call's work if it has none (called on the thread that made it)."""
-        with self.lock:
-            if not self._unfenced:
-                return
-            tc = getattr(self._local, "tc", None)
-            if tc is None:  # not the thread that made the call: it cannot reach that context
-                return
-            outer = self._egl.state() if self._egl.context() != tc.handle else None
-            if outer:
-                self._egl.make_current(self._display, tc.handle)
-            self._fence_here()
-            self._unfenced = False
-            if outer:
-                self._egl.restore(outer)
-
-    def current(self) -> "_Current":
+    def current(self) -> GLContext:
         """This device's lock held and its context current on the calling thread, for the
         calls inside (nested uses are free; `with` yields the ModernGL context)."""
-        return (self._host or self)._current
-
-    def _collect(self):
-        """Release what the garbage collector dropped since the last call."""
-        while self._graveyard:
-            self._graveyard.popleft()()
-        if self._own:  # ModernGL's queue (gc_mode "context_gc"); ctx.gc() fails on objects
-            objects = self.ctx.objects  # released by hand, which are queued too
-            while objects:
-                obj = objects.popleft()
-                if hasattr(obj, "release"):
-                    obj.release()
+        return self.context
 
     def deferred(self, release, kind: str = "buffers", nbytes: int = 0):
         """`release` for a finalizer: queued, and run by the next call with the context current.
         Counts the object as live until then."""
         released = self.count_live(kind, nbytes)
+        context = self.context
 
         def run():
             release()
             released()
-        return lambda: self._graveyard.append(run)
+        return lambda: context.defer(run)
 
     def _program(self, source, push_names):
         from ..shaders import ShaderCompileError
@@ -513,109 +338,16 @@ class GLDevice(Device):
                 raise ShaderCompileError(f"GL compute shader failed to compile: {e}") from e
             program = GLProgram(shader, push_names, self.texture_unit_base)
         # Released when collected (the program cache's bound drops it), on a caller's context too.
-        graveyard = self._graveyard
-        weakref.finalize(program, lambda: graveyard.append(shader.release)).atexit = False
+        context = self.context
+        weakref.finalize(program, lambda: context.defer(shader.release)).atexit = False
         return program
 
     def _buffer(self, nbytes, data, device_only):
         with self.current():
-            buf = self._vulkan_buffer(nbytes) if nbytes >= VULKAN_MEMORY_MIN_BYTES else None
-            if buf is None:
-                buf = self._storage_buffer(max(4, nbytes))
+            buf = self.storage.buffer(nbytes)
             if data is not None:
                 self.write(buf, data)
             return buf
-
-    def _storage_procs(self):
-        """(glCreateBuffers, glNamedBufferStorage, glDeleteBuffers,
-        glGetNamedBufferParameteri64v), or False before GL 4.5."""
-        if self._buffer_storage is None:
-            try:
-                self._buffer_storage = (
-                    gl_proc("glCreateBuffers", None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)),
-                    gl_proc("glNamedBufferStorage", None, ctypes.c_uint32, ctypes.c_ssize_t,
-                            ctypes.c_void_p, ctypes.c_uint32),
-                    gl_proc("glDeleteBuffers", None, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)),
-                    gl_proc("glGetNamedBufferParameteri64v", None, ctypes.c_uint32, ctypes.c_uint32,
-                            ctypes.POINTER(ctypes.c_int64)))
-            except OSError:
-                self._buffer_storage = False
-        return self._buffer_storage
-
-    def _storage_buffer(self, nbytes: int) -> GLBuffer:
-        """A buffer of immutable storage that the host can neither map nor write (flags 0): the
-        driver is told the data lives on the GPU, and every host transfer goes through a staging
-        copy, since NVIDIA's driver moves a buffer the host reads into system memory for good."""
-        total = self._memory_total()
-        if nbytes > total:  # NVIDIA's GL "allocates" any size and fails only when it is used
-            raise MemoryError(f"the device has {total} bytes")
-        if not self._storage_procs():  # before GL 4.5: mutable storage, never read in place
-            try:
-                with expected_errors():  # GL_OUT_OF_MEMORY is an answer here: MemoryError below
-                    buf = self.ctx.buffer(reserve=nbytes)
-            except Exception as e:  # ModernGL's Error: the driver's allocation failed
-                raise MemoryError(str(e)) from e
-            return GLBuffer(buf, nbytes, self.deferred(buf.release, nbytes=nbytes))
-        create, storage, delete, query = self._buffer_storage
-        name, size = ctypes.c_uint32(0), ctypes.c_int64(0)
-        create(1, ctypes.byref(name))
-        with expected_errors():  # GL_OUT_OF_MEMORY is an answer here: MemoryError below
-            storage(name.value, nbytes, None, 0)
-            query(name.value, GL_BUFFER_SIZE, ctypes.byref(size))
-        if size.value != nbytes:
-            delete(1, ctypes.byref(name))
-            error = self.ctx.error  # read (and so cleared) here: the failure is reported below
-            raise MemoryError(error)
-        return GLBuffer(self.ctx.external_buffer(name.value, nbytes), nbytes,
-                        self.deferred(lambda: delete(1, ctypes.byref(name)), nbytes=nbytes))
-
-    def _staging(self, nbytes: int, read: bool):
-        """(a staging buffer of `nbytes` the host reads (`read`) or writes, its persistent
-        coherent mapping as uint8 or None where GL lacks buffer storage)."""
-        nbytes = max(4, nbytes)
-        with self.current():
-            if self.ctx.version_code < 450:  # named buffer storage and mapping are GL 4.5's
-                return self.ctx.buffer(reserve=nbytes, dynamic=True), None
-            try:
-                map_range = gl_proc("glMapNamedBufferRange", ctypes.c_void_p, ctypes.c_uint32,
-                                    ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_uint32)
-            except OSError:
-                map_range = None
-            if map_range is None or not self._storage_procs():
-                return self.ctx.buffer(reserve=nbytes, dynamic=True), None
-            create, storage, delete, _ = self._buffer_storage
-            # MAP_READ or MAP_WRITE | PERSISTENT | COHERENT, and CLIENT_STORAGE: in host memory
-            flags = (0x1 if read else 0x2) | 0x40 | 0x80
-            name = ctypes.c_uint32(0)
-            create(1, ctypes.byref(name))
-            storage(name.value, nbytes, None, flags | 0x200)
-            ptr = map_range(name.value, 0, nbytes, flags)
-            if not ptr:
-                delete(1, ctypes.byref(name))
-                self.ctx.error  # noqa: B018  (read, and so cleared: the fallback serves)
-                return self.ctx.buffer(reserve=nbytes, dynamic=True), None
-            mapped = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
-            staging = self.ctx.external_buffer(name.value, nbytes)
-            weakref.finalize(staging, self.deferred(lambda: delete(1, ctypes.byref(name)),
-                                                    nbytes=nbytes)).atexit = False
-            return staging, mapped
-
-    def _client_wait(self):
-        if getattr(self, "_client_wait_proc", None) is None:
-            self._client_wait_proc = gl_proc("glClientWaitSync", ctypes.c_uint32, ctypes.c_void_p,
-                                             ctypes.c_uint32, ctypes.c_uint64)
-        return self._client_wait_proc
-
-    def _memory_total(self) -> int:
-        """The device's memory in bytes where the driver says (GL_NVX_gpu_memory_info), else a
-        size no buffer reaches."""
-        if self._memory is None:
-            self._memory = 1 << 62
-            if "GL_NVX_gpu_memory_info" in self.ctx.extensions:
-                kib = _gl_integer(0x9048)  # GPU_MEMORY_INFO_TOTAL_AVAILABLE_MEMORY_NVX
-                if kib > 0:
-                    self._memory = kib * 1024
-        return self._memory
 
     def texel_sampler(self):
         """The sampler the kernels read textures through: nearest texel, level 0 (texelFetch
@@ -627,13 +359,7 @@ class GLDevice(Device):
         return self._texel_sampler
 
     def _image(self, width: int, height: int, fmt: str) -> GLImage:
-        """A texture of the plan's own (width x height, GLSL image format `fmt`)."""
-        f = IMAGE_FORMATS[fmt]
-        with self.current():
-            texture = self.ctx.texture((width, height), f.components, dtype=f.dtype)
-        image = GLImage(texture)
-        weakref.finalize(image, self.deferred(texture.release, "images")).atexit = False
-        return image
+        return self.storage.image(width, height, fmt)
 
     @classmethod
     def of(cls, ctx) -> "GLDevice":
@@ -645,43 +371,12 @@ class GLDevice(Device):
             ctx._pyfftgl_device = dev
         return dev
 
-    def _vulkan_buffer(self, nbytes: int) -> GLBuffer | None:
-        """A buffer of Vulkan's memory; None where the drivers do not share it (decided by the
-        first such buffer) or where this allocation failed (GL's own may still succeed)."""
-        if not self.vulkan_memory:
-            return None
-        try:
-            if self._vkmemory is None:
-                from ._vkmemory import VulkanMemory
-                self._vkmemory = VulkanMemory(self.ctx)
-            with expected_errors():  # GL_OUT_OF_MEMORY where GL cannot import the memory
-                buf, release = self._vkmemory.buffer(nbytes)
-        except OSError as e:
-            if not self._vkmemory_worked:
-                self.vulkan_memory, self.vulkan_memory_note = False, str(e)
-            return None
-        self._vkmemory_worked = True
-        return GLBuffer(buf, nbytes, self.deferred(release, nbytes=nbytes), vulkan_memory=True)
-
     def _write(self, buf, data):
-        # Through a CPU-side staging buffer copied on the GPU: a kernel's buffer written with
-        # glBufferSubData is moved to system memory by NVIDIA's driver (see GLSubmission).
-        raw = np.ascontiguousarray(data).tobytes()
-        with self.current():
-            staging = self.ctx.buffer(raw, dynamic=True)
-            self.ctx.copy_buffer(buf.buf, staging, size=len(raw))
-            staging.release()
+        self.storage.write(buf, data)
 
     def _read(self, buf, count):
-        # Through a staging copy on the GPU, never from the buffer itself (see _storage_buffer).
         with self.current():
-            self.ctx.memory_barrier()
-            staging = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
-            try:
-                self.ctx.copy_buffer(staging, buf.buf, size=count * 4)
-                out = np.frombuffer(staging.read(size=count * 4), np.float32).copy()
-            finally:
-                staging.release()
+            out = self.storage.read(buf, count)
             self.check_errors("reading a buffer")
             return out
 
@@ -694,13 +389,13 @@ class GLDevice(Device):
     def _flush(self):
         self.check_usable()
         with self.current():
-            self._sync_procs()[3]()
+            self.context.sync_procs()[3]()
 
     def check_errors(self, what: str) -> None:
         """Raise the DeviceError of what the driver reported about the work since the last check
         (GL errors come back only when asked, so at the points where the host waits anyway). A
         caller's context is left alone: its errors may be the caller's."""
-        if not self._own:
+        if not self.own:
             return
         if self._reset_status is None:
             try:
@@ -716,3 +411,46 @@ class GLDevice(Device):
 
     def _record(self, dispatches, uploads, downloads):
         return GLSubmission(self, dispatches, uploads, downloads)
+
+
+def _standalone_context():
+    """The library's own headless OpenGL 4.3 context (EGL), current on this thread."""
+    try:
+        import moderngl
+    except ImportError as e:
+        raise BackendUnavailable(f"the GL backend needs ModernGL ({e}); "
+                                 "pip install moderngl") from e
+    try:
+        return moderngl.create_standalone_context(require=430, backend="egl")
+    except Exception as e:  # glcontext raises plain Exceptions
+        offered = _offered_version(moderngl)
+        if offered is not None and offered < 430:
+            raise BackendUnavailable(_too_old(offered)) from e
+        raise BackendUnavailable(
+            f"no headless OpenGL 4.3 context via EGL ({e}): install a GPU driver with EGL, "
+            "or Mesa's llvmpipe (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri)") from e
+
+
+def _driver_info(ctx) -> DeviceInfo:
+    """The driver's own DeviceInfo of `ctx` (current on this thread)."""
+    gi = ctx.info
+    renderer = gi["GL_RENDERER"]
+    return DeviceInfo(
+        api="gl",
+        name=renderer,
+        driver=f"{gi['GL_VENDOR']} {gi['GL_VERSION']}",
+        api_version=f"{ctx.version_code // 100}.{ctx.version_code % 100 // 10}",
+        limits=Limits(
+            max_shared_bytes=max(gl_integer(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE),
+                                 GL_SHARED_MEMORY_MINIMUM),
+            max_invocations=gi["GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS"],
+            max_group_size=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_SIZE"]),
+            max_group_count=tuple(gi["GL_MAX_COMPUTE_WORK_GROUP_COUNT"]),
+            max_buffer_bytes=gi["GL_MAX_SHADER_STORAGE_BLOCK_SIZE"],
+            max_texture_size=gi["GL_MAX_TEXTURE_SIZE"],
+            tuned=wisdom.load(renderer, "gl"),
+        ),
+        is_software="llvmpipe" in renderer or "softpipe" in renderer,
+        # doubles are core GLSL from GL 4.0 (GL_ARB_gpu_shader_fp64 before it)
+        float64=ctx.version_code >= 400 or "GL_ARB_gpu_shader_fp64" in ctx.extensions,
+    )

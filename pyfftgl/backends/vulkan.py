@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections import OrderedDict, deque
+from collections import deque
 from typing import Sequence
 
 import numpy as np
@@ -13,6 +13,8 @@ from .. import shaders, wisdom
 from . import _vkinfo
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Limits, Program,
                    Submission)
+from .vulkan_transfers import COMPUTE, SHADER_RW, SHADER_WRITE, TRANSFER, TRANSFER_WRITE
+from .vulkan_transfers import VulkanTransfers, barrier
 
 # Which physical device to use when there are several: real GPUs before software rasterisers.
 _TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "other": 3, "cpu": 4}
@@ -27,36 +29,6 @@ def _choose(devices: list[dict]) -> dict:
         raise BackendUnavailable(f"PYFFTGL_VULKAN_DEVICE={want!r} matches none of "
                                  f"{[d['device_name'] for d in devices]}")
     return min(devices, key=lambda d: (_TYPE_RANK.get(d["device_type"], 5), d["index"]))
-
-
-# Vulkan's flag bits (VkAccessFlagBits, VkPipelineStageFlagBits) for kp.OpMemoryBarrier.
-_SHADER_WRITE = 0x40
-_SHADER_RW = 0x20 | _SHADER_WRITE  # SHADER_READ | SHADER_WRITE
-_TRANSFER_READ, _TRANSFER_WRITE = 0x800, 0x1000
-_TRANSFER_RW = _TRANSFER_READ | _TRANSFER_WRITE
-_COMPUTE, _TRANSFER = 0x800, 0x1000  # COMPUTE_SHADER, TRANSFER stages
-
-
-def _barrier(src_access: int, dst_access: int, src_stage: int, dst_stage: int):
-    """One global memory barrier (tools/kp_patch.py, 10: kp records one vkCmdPipelineBarrier
-    for an empty tensor list, where it records one per tensor otherwise): writes by `src_access`
-    at `src_stage` made visible to `dst_access` at `dst_stage`, in every buffer."""
-    from .. import _kp as kp
-    return kp.OpMemoryBarrier([], src_access, dst_access, src_stage, dst_stage)
-
-
-def _copies(pairs, after_transfer: bool) -> list:
-    """kp copies of (source, destination) tensor pairs, each after a transfer -> transfer
-    barrier where a transfer before it may have written what it reads or writes (copies in
-    one command buffer are not ordered: Khronos' synchronization validation reports a
-    read-after-write hazard)."""
-    from .. import _kp as kp
-    ops = []
-    for i, (a, b) in enumerate(pairs):
-        if i or after_transfer:
-            ops.append(_barrier(_TRANSFER_WRITE, _TRANSFER_RW, _TRANSFER, _TRANSFER))
-        ops.append(kp.OpTensorCopy([a, b]))
-    return ops
 
 
 KP_MAX_BYTES = 4 * (2**32 - 1)
@@ -102,14 +74,13 @@ class VkSubmission(Submission):
             # Transfers of earlier submissions end in a host wait (read, write, downloads), so a
             # submission that uploads nothing itself only waits for earlier dispatches.
             moves = bool(uploads)
-            self._ops.append(_barrier(_SHADER_WRITE | (_TRANSFER_WRITE if moves else 0),
-                                      _SHADER_RW, _COMPUTE | (_TRANSFER if moves else 0),
-                                      _COMPUTE))
+            self._ops.append(barrier(SHADER_WRITE | (TRANSFER_WRITE if moves else 0),
+                                     SHADER_RW, COMPUTE | (TRANSFER if moves else 0), COMPUTE))
         first = len(self._ops)
         for i, d in enumerate(dispatches):
             if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
-                self._ops.append(_barrier(_SHADER_WRITE, _SHADER_RW, _COMPUTE, _COMPUTE))
-            self._ops.append(kp.OpAlgoDispatch(device._algorithm(d), d.push))
+                self._ops.append(barrier(SHADER_WRITE, SHADER_RW, COMPUTE, COMPUTE))
+            self._ops.append(kp.OpAlgoDispatch(device.algorithm(d), d.push))
         self._timed_span = (first, len(self._ops))
         # A call of dispatches alone may go without its leading barrier where nothing it touches
         # first is in flight (VulkanDevice.overlaps): its first and last dispatch's access.
@@ -134,7 +105,7 @@ class VkSubmission(Submission):
         alone (kp_patch.py's record_timestamp; a timestamp after every op would make the GPU
         drain after each, which the plain sequence does not); `free`: without the leading
         barrier."""
-        seq = self.device._mgr.sequence(total_timestamps=2 if timed else 0)
+        seq = self.device.manager.sequence(total_timestamps=2 if timed else 0)
         a, b = self._timed_span
         parts = (self._ops[:a], self._ops[a:b], self._ops[b:]) if timed else (self.ops(free),)
         for i, part in enumerate(parts):
@@ -151,14 +122,14 @@ class VkSubmission(Submission):
             # before this one finish first.
             dev.wait_all()
         for buf, data in zip(self.uploads, inputs):
-            dev._write(buf, data, sync=False)
+            dev.transfers.write(buf, data, sync=False)
         if timed:
             if self._timed is None:
                 self._timed = self._make_sequence(timed=True)
             self._timed.eval()
             dev.touched_all()
             ts = self._timed.get_timestamps()  # recording began, before and after the dispatches
-            return (ts[2] - ts[1]) * self.device._timestamp_period
+            return (ts[2] - ts[1]) * self.device.timestamp_period
         free = dev.overlaps(self)
         ring = self._rings[free]
         i = next((j for j in range(len(ring)) if (free, j) not in self.busy), len(ring))
@@ -192,10 +163,10 @@ class VulkanDevice(Device):
             from .. import _kp as kp
         except ImportError as e:
             raise BackendUnavailable(
-                f"the Vulkan backend needs pyfftgl's compiled Kompute module, pyfftgl._kp, which "
-                f"failed to import ({e}); pip builds it when it installs pyfftgl from source (a C++ "
-                "compiler and the Vulkan headers: Debian's g++ and libvulkan-dev), and `make setup` "
-                "does in a clone") from e
+                f"the Vulkan backend needs pyfftgl's compiled Kompute module, pyfftgl._kp, "
+                f"which failed to import ({e}); pip builds it when it installs pyfftgl from "
+                "source (a C++ compiler and the Vulkan headers: Debian's g++ and libvulkan-dev), "
+                "and `make setup` does in a clone") from e
         if not (hasattr(kp, "OpMemoryBarrier") and hasattr(kp.Sequence, "record_timestamp")
                 and hasattr(kp.Manager, "algorithm_like")
                 and hasattr(kp.Sequence, "is_done")):
@@ -213,9 +184,9 @@ class VulkanDevice(Device):
                 "no Vulkan driver found (no physical device): install a GPU driver with Vulkan "
                 "support, or Mesa's lavapipe (Debian: mesa-vulkan-drivers)")
         props = _choose(devices)
-        self._mgr = kp.Manager(props["index"], [props["compute_family"]])
-        self._timestamp_period = props["timestamp_period"]
-        self.info = DeviceInfo(
+        self.manager = kp.Manager(props["index"], [props["compute_family"]])
+        self.timestamp_period = props["timestamp_period"]
+        self.driver_info = DeviceInfo(
             api="vulkan",
             name=props["device_name"],
             driver=f"driver {props['driver_version']:#x} (vendor {props['vendor_id']:#06x})",
@@ -254,11 +225,7 @@ class VulkanDevice(Device):
         self.pipelines_made = 0  # kp pipelines made (one per program)
         self._algorithms: dict[tuple, object] = {}
         self._keys_of: dict[int, set] = {}  # id of a buffer or program -> its keys above
-        # kp's Manager keeps a record of every tensor and sequence it ever made (a few hundred
-        # bytes each, for the process's life), so host transfers reuse one sequence and keep
-        # small staging tensors, by size, instead of making new ones per call.
-        self._transfers = None
-        self._staging: OrderedDict = OrderedDict()
+        self.transfers = VulkanTransfers(self.manager, self.touched_all)  # writes and reads
 
     # Calls held back at most, while the GPU is busy, before they are submitted together.
     HOLD = 16
@@ -324,7 +291,7 @@ class VulkanDevice(Device):
 
     def _merged(self, calls):
         """A command buffer of the calls' ops in order, from the pool of those no batch runs."""
-        seq = self._batch_pool.pop() if self._batch_pool else self._mgr.sequence()
+        seq = self._batch_pool.pop() if self._batch_pool else self.manager.sequence()
         seq.clear()
         for sub, (free, _) in calls:
             for op in sub.ops(free):
@@ -385,12 +352,12 @@ class VulkanDevice(Device):
         if released is not None:
             released()
 
-    def _algorithm(self, d: Dispatch):
+    def algorithm(self, d: Dispatch):
         """The kp algorithm running d.program on d.buffers over d.groups."""
         key = (id(d.program), tuple(d.groups), tuple(id(b) for b in d.buffers))
         algo = self._algorithms.get(key)
         if algo is None:
-            algo = self._mgr.algorithm_like(self._base(d.program, len(d.buffers)),
+            algo = self.manager.algorithm_like(self._base(d.program, len(d.buffers)),
                                             [b.tensor for b in d.buffers], list(d.groups))
             self._algorithms[key] = algo
             for ident in (key[0],) + key[2]:
@@ -404,10 +371,10 @@ class VulkanDevice(Device):
         base = self._bases.get(id(program))
         if base is None:
             if self._placeholder is None:
-                self._placeholder = self._mgr.tensor_t(np.zeros(1, np.float32),
+                self._placeholder = self.manager.tensor_t(np.zeros(1, np.float32),
                                                        kp.TensorTypes.storage)
             push = np.zeros(max(1, len(program.push_names)), np.uint32)
-            base = self._mgr.algorithm([self._placeholder] * n_buffers, program.spirv, [1, 1, 1],
+            base = self.manager.algorithm([self._placeholder] * n_buffers, program.spirv, [1, 1, 1],
                                        np.zeros(0, np.uint32), push)
             self._bases[id(program)] = base
             self.pipelines_made += 1
@@ -430,7 +397,7 @@ class VulkanDevice(Device):
         if device_only:
             # A storage tensor has no staging copy, so kp's OpTensorCopy does not also memcpy
             # it on the host after every device copy.
-            buf = self._track(VkBuffer(self._mgr.tensor_t(np.empty(count, np.float32),
+            buf = self._track(VkBuffer(self.manager.tensor_t(np.empty(count, np.float32),
                                                           kp.TensorTypes.storage),
                                        nbytes, device_only=True))
             if data is not None:
@@ -440,75 +407,19 @@ class VulkanDevice(Device):
         if data is not None:
             flat = np.ascontiguousarray(data).view(np.float32).ravel()
             init[: flat.size] = flat
-        buf = self._track(VkBuffer(self._mgr.tensor_t(init), nbytes))
-        if data is not None:  # a device tensor's initial data sits in its staging buffer until synced
+        buf = self._track(VkBuffer(self.manager.tensor_t(init), nbytes))
+        if data is not None:  # a device tensor's initial data sits in its staging copy until synced
             self.count_transfers(to_device=1)
-            self._sequence(kp.OpTensorSyncDevice([buf.tensor])).eval()
+            self.transfers.run(kp.OpTensorSyncDevice([buf.tensor]))
         return buf
 
-    STAGING_KEPT_BYTES = 1 << 22  # staging tensors kept for reuse, least recently used out
-
-    def _staging_for(self, buf):
-        n = len(buf.tensor)
-        tensor = self._staging.pop(n, None)
-        return tensor if tensor is not None else self._mgr.tensor_t(np.zeros(n, np.float32))
-
-    def _keep_staging(self, tensor):
-        n = len(tensor)
-        if n * 4 <= self.STAGING_KEPT_BYTES:
-            self._staging[n] = tensor
-            while sum(self._staging) * 4 > self.STAGING_KEPT_BYTES:
-                self._staging.popitem(last=False)
-
-    def _sequence(self, *ops):
-        """The device's one sequence for host transfers, recorded anew with `ops`."""
-        if self._transfers is None:
-            self._transfers = self._mgr.sequence()
-        seq = self._transfers
-        self.touched_all()
-        seq.clear()
-        for op in ops:
-            seq.record(op)
-        return seq
-
-    def _write(self, buf, data, sync=True):
-        from .. import _kp as kp
+    def _write(self, buf, data):
         self.finish()
-        flat = np.ascontiguousarray(data).view(np.float32).ravel()
-        # The write waits for every earlier access to the buffer, and what comes after it (any
-        # submission, a barrier's second scope) for the write.
-        first = _barrier(_SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW, _COMPUTE | _TRANSFER,
-                         _TRANSFER)
-        last = _barrier(_TRANSFER_WRITE, _SHADER_RW | _TRANSFER_RW, _TRANSFER,
-                        _COMPUTE | _TRANSFER)
-        if buf.device_only:  # through a staging tensor, copied on in the same submission
-            tmp = self._staging_for(buf)
-            tmp.data()[: flat.size] = flat
-            self._sequence(first, kp.OpTensorSyncDevice([tmp]),
-                           *_copies([(tmp, buf.tensor)], after_transfer=True), last).eval()
-            self._keep_staging(tmp)
-            return
-        buf.tensor.data()[: flat.size] = flat
-        if sync:
-            self._sequence(first, kp.OpTensorSyncDevice([buf.tensor]), last).eval()
+        self.transfers.write(buf, data)
 
     def _read(self, buf, count):
-        from .. import _kp as kp
         self.finish()
-        tensor = buf.tensor
-        # Submissions end without a barrier of their own: make their writes visible here.
-        ops = [_barrier(_SHADER_WRITE | _TRANSFER_WRITE, _TRANSFER_RW, _COMPUTE | _TRANSFER,
-                        _TRANSFER)]
-        if buf.device_only:
-            tensor = self._staging_for(buf)
-            ops += _copies([(buf.tensor, tensor)], after_transfer=False)
-            # kp's sync below orders itself after shader writes only
-            ops.append(_barrier(_TRANSFER_WRITE, _TRANSFER_READ, _TRANSFER, _TRANSFER))
-        self._sequence(*ops, kp.OpTensorSyncLocal([tensor])).eval()
-        out = np.array(tensor.data()[:count], copy=True)
-        if buf.device_only:
-            self._keep_staging(tensor)
-        return out
+        return self.transfers.read(buf, count)
 
     def _record(self, dispatches, uploads, downloads):
         return VkSubmission(self, dispatches, uploads, downloads)
