@@ -682,7 +682,7 @@ def test_steps_are_checked():
     assert C2R(0, 8).is_inverse and C2C(0, True).is_inverse and not R2C(0, 8).is_inverse
 
 
-# --- the work budget of a dispatch (compose.DISPATCH_BYTES) ----------------------------------
+# --- the work budget of a dispatch (dispatch.DISPATCH_BYTES) ----------------------------------
 
 # A GPU's grid limits with lavapipe's 65535 workgroups in every dimension, big buffers: the
 # budget and the count limits split together.
@@ -724,7 +724,7 @@ def moved_bytes(p, units, element_bytes) -> int:
 def test_every_dispatch_stays_within_the_budget(name, limits):
     shape, steps, eb = BIG[name]
     spec, limits = planned(shape, steps, limits, eb)
-    budget = planner.compose.DISPATCH_BYTES
+    budget = planner.dispatch.DISPATCH_BYTES
     for p in spec.passes:
         groups = p.groups(spec.units)
         per_group = p.values_per_group() * eb
@@ -748,7 +748,7 @@ def test_every_dispatch_stays_within_the_budget(name, limits):
 
 def test_the_h100_sized_transforms_split_into_few_dispatches():
     # A pass of 2^26 complex64 moves 1 GiB, of 2^27 2 GiB: two and four dispatches a pass.
-    assert planner.compose.DISPATCH_BYTES == 2**29
+    assert planner.dispatch.DISPATCH_BYTES == 2**29
     for name, per_pass in (("fft 2^26", 2), ("fft2 8192^2", 2), ("ifft 2^27", 4)):
         shape, steps, eb = BIG[name]
         spec, limits = planned(shape, steps, GPU, eb)

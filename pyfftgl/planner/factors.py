@@ -21,7 +21,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
     halves: where the pass exchanges in halves (StockhamPass.sh_halves), size it by that
     footprint, which holds twice the lines. Only for the strided passes of a batched 1D
     four-step (its 1024-point first pass then takes 8-line line-fastest tiles) and contiguous
-    lines too long for one vec2 line (_line_pass): elsewhere it measured slower. Where even
+    lines too long for one vec2 line (line_pass): elsewhere it measured slower. Where even
     those lines' tiles do not fit, a pass strided at both ends may go line-fastest instead
     (untiled, see _untiled_fits).
     """
@@ -71,17 +71,17 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
     return p
 
 
-def _line_pass(n: int, inverse: bool, scale: float, limits, **kw) -> StockhamPass | None:
+def line_pass(n: int, inverse: bool, scale: float, limits, **kw) -> StockhamPass | None:
     """stockham_pass for contiguous lines, sized by their vec2 footprint; else, where not even
     one line fits that way (6144 < n <= 12288 on 48 KB), by the halves' float one: one line in
     one pass instead of a two-pass four-step, which was faster for every length measured. Not
-    for Bluestein's convolution FFTs (_axis_factors)."""
+    for Bluestein's convolution FFTs (axis_factors)."""
     p = stockham_pass(n, inverse, scale, limits, **kw)
     return p if p is not None else stockham_pass(n, inverse, scale, limits, halves=True, **kw)
 
 
-def _tiled_pass(n: int, inverse: bool, scale: float, limits, tiles: tuple,
-                **kw) -> StockhamPass | None:
+def tiled_pass(n: int, inverse: bool, scale: float, limits, tiles: tuple,
+               **kw) -> StockhamPass | None:
     """stockham_pass with the first of `tiles` (lines per workgroup, widest first) that fits."""
     for t in tiles:
         p = stockham_pass(n, inverse, scale, limits, tile_lines=t, **kw)
@@ -95,10 +95,10 @@ def _fast_factors(n: int, limits, tiled: bool = False, halves: bool = True
     """n as 1 to 3 factors that each run as a one-dispatch pass, balanced; None if none.
 
     `tiled`: the single pass must move whole tiles of lines through shared memory (a strided axis).
-    `halves`: contiguous lines may take one pass where only one line in halves fits (_line_pass).
+    `halves`: contiguous lines may take one pass where only one line in halves fits (line_pass).
     """
     one = (stockham_pass(n, False, 1.0, limits, tile_lines=tile_lines_for(limits)) if tiled
-           else (_line_pass if halves else stockham_pass)(n, False, 1.0, limits))
+           else (line_pass if halves else stockham_pass)(n, False, 1.0, limits))
     if one is not None:
         return [n]
     if radices_for(n) is None:
@@ -118,7 +118,7 @@ def _fast_factors(n: int, limits, tiled: bool = False, halves: bool = True
 
 
 def _narrow_strided(factors: list[int], limits) -> list[int]:
-    """A balanced power-of-two split [contiguous, strided] (compose._chain's n1, n2) with factors
+    """A balanced power-of-two split [contiguous, strided] (axis.chain's n1, n2) with factors
     of 2 moved from the strided pass to the contiguous one while the strided factor is above
     FOURSTEP_STRIDED_MAX, its 8-line tiles fit and the contiguous pass still takes TILE_LINES
     lines in halves: a strided pass of 1024 points or more costs more than the contiguous pass
@@ -164,10 +164,10 @@ def _untiled_axis(n: int, inner: int, limits) -> bool:
     return p is not None and p.sh_stagger and len(p.radices) <= UNTILED_AXIS_STAGES
 
 
-def _axis_factors(n: int, inner: int, limits, conv: bool = False) -> list[int] | None:
+def axis_factors(n: int, inner: int, limits, conv: bool = False) -> list[int] | None:
     """_fast_factors for a length-n axis of inner extent `inner`, in one pass where
     _untiled_axis takes it (Bluestein's convolution FFTs along a strided axis too). `conv`:
-    Bluestein's convolution FFTs, whose contiguous lines do not take _line_pass's one line in
+    Bluestein's convolution FFTs, whose contiguous lines do not take line_pass's one line in
     halves (the chirp and the kernel's spectrum are multiplied in the same pass as the
     zero-padded load, and one pass was no faster there)."""
     factors = _fast_factors(n, limits, inner > 1, halves=not conv)
