@@ -97,7 +97,7 @@ def _torch_ms(n, batch, reps):
 
 
 def run_bench(args):
-    from .__main__ import OceanApp, offscreen, params_from
+    from .app import OceanApp, offscreen, params_from
 
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
     soft = _software(ctx)
