@@ -512,12 +512,12 @@ def test_four_step_strided_factor_at_most_512_where_the_contiguous_pass_fits():
     # [contiguous, strided]: the balanced split gives the strided pass factors of 2 while it is
     # above FOURSTEP_STRIDED_MAX and the contiguous pass still takes 4 lines in halves (48 KB:
     # up to 2048 points); at or below it, the balanced split stays.
-    ff = planner.factors._fast_factors
+    ff = planner.factors.fast_factors
     for k in range(14, 23):
         c, s = ff(2**k, GPU)
         assert c * s == 2**k
         if s > planner.FOURSTEP_STRIDED_MAX:  # only where the contiguous pass cannot take more
-            assert not planner.factors._wide_tiles(s // 2, GPU) or planner.stockham_pass(
+            assert not planner.factors.wide_tiles(s // 2, GPU) or planner.stockham_pass(
                 2 * c, False, 1.0, GPU, tile_lines=planner.TILE_LINES, halves=True,
                 store_tiled=True) is None, k
     spec = planner.plan_fft(2**20, 4, False, "backward", GPU)

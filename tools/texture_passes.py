@@ -25,9 +25,9 @@ def shape_of(p) -> str:
 
 
 def timed_ms(device, dispatches, repeat, reps=5):
-    from pyfftgl.bench.timing import best_of, _warm
+    from pyfftgl.bench.timing import best_of, warm_up
     sub = device.record(dispatches * repeat)
-    _warm(device, sub, 0.1)
+    warm_up(sub.run, device.finish, 0.1)
     return best_of(lambda: sub.run(timed=True), reps) / 1e6 / repeat
 
 

@@ -88,7 +88,7 @@ def _listed(fn, what: str, device, query, cls, stype: int) -> list:
     return array[:n.value]
 
 
-def _capable(instance, proc) -> list[tuple[int, c_void_p]]:
+def capable_devices(instance, proc) -> list[tuple[int, c_void_p]]:
     """(enumeration index, handle) of each physical device offering the extension and its feature."""
     ext = proc(b"vkEnumerateDeviceExtensionProperties", c_int32, c_void_p, c_char_p,
                POINTER(c_uint32), POINTER(_ExtensionProperties))
@@ -110,7 +110,7 @@ def _capable(instance, proc) -> list[tuple[int, c_void_p]]:
 def _open_device(instance, proc, device_index: int, stack) -> tuple:
     """(index among all physical devices, VkDevice with the extension enabled) of the
     `device_index`-th capable device; its vkDestroyDevice goes on `stack`."""
-    found = _capable(instance, proc)
+    found = capable_devices(instance, proc)
     if device_index >= len(found):
         names = [d["device_name"] for d in vkinfo.physical_devices()]
         raise RuntimeError(f"{EXTENSION.decode()} (with pipelineExecutableInfo) is supported by "

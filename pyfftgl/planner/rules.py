@@ -43,7 +43,7 @@ BLOCK_ROW_LINES = 2
 REGISTER_TARGET = 32
 MAX_REGISTERS = 48
 # Long lines whose TARGET_INVOCATIONS invocations would each hold REGISTER_TARGET values or more
-# take more invocations, down to this many values each (see _workgroup).
+# take more invocations, down to this many values each (see workgroup).
 LONG_LINE_VALUES = 16
 # Pad shared memory against bank conflicts unless a tuned entry says otherwise.
 SH_PAD = False
@@ -151,7 +151,7 @@ def tuned_shape(n: int, limits, tiled: bool = False) -> TunedShape | None:
     return None
 
 
-def _workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
+def workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
               tuned: tuple | None = None, stagger: bool = True,
               slot_bytes: int = COMPLEX64_BYTES) -> tuple[int, int]:
     """(threads per line, lines per workgroup) for a line of length n; `tuned` = (threads,
