@@ -92,7 +92,7 @@ def _tool(name: str, module: str) -> str:
     """The cmake/ninja executable of the PyPI wheel in the build environment, else PATH's."""
     try:
         mod = __import__(module)
-        exe = Path(getattr(mod, "BIN_DIR", None) or getattr(mod, "CMAKE_BIN_DIR")) / name
+        exe = Path(getattr(mod, "BIN_DIR", None) or mod.CMAKE_BIN_DIR) / name
         if exe.exists():
             return str(exe)
     except (ImportError, AttributeError, TypeError):

@@ -10,7 +10,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import numpy as np
 
 from .. import wisdom
 from ..backends import BACKENDS, available
