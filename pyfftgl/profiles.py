@@ -63,7 +63,8 @@ PROFILES: dict[str, DeviceProfile] = {p.name: p for p in (
                   "src/panfrost/lib/kmod/panfrost_kmod.c (Valhall v9: 512 threads)"),
     DeviceProfile("apple-m1", "Apple M1 (MoltenVK 1.2, macOS 14.3)", 32768, 1024,
                   (1024, 1024, 1024), (1 << 30, 1 << 30, 1 << 30), _U32, False, ("vulkan",),
-                  _VP + "VP_LUNARG_desktop_baseline_2024/vp_gpuinfo_apple_m1_0_2_2015_osx_14_3.json"),
+                  _VP + "VP_LUNARG_desktop_baseline_2024/"
+                  "vp_gpuinfo_apple_m1_0_2_2015_osx_14_3.json"),
     DeviceProfile("amd-rdna3-windows", "AMD Radeon RX 7800 XT (AMD driver 2.0.294, Windows 11)",
                   32768, 1024, (1024, 1024, 1024), (_U32, 65535, 65535), _U32, True,
                   ("vulkan", "gl"), _VP + "VP_LUNARG_desktop_baseline_2024/"

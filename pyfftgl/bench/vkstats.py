@@ -43,12 +43,13 @@ _ExtensionProperties = _struct("VkExtensionProperties", ("extensionName", _TEXT)
                                ("specVersion", c_uint32), head=False)
 _ExecutableFeatures = _struct("VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR",
                               ("pipelineExecutableInfo", c_uint32))
-_Features2 = _struct("VkPhysicalDeviceFeatures2", ("features", c_uint32 * 55))  # 55 VkBool32, all off
+# 55 VkBool32, all off
+_Features2 = _struct("VkPhysicalDeviceFeatures2", ("features", c_uint32 * 55))
 _ShaderModuleInfo = _struct("VkShaderModuleCreateInfo", ("flags", c_uint32), ("codeSize", c_size_t),
                             ("pCode", c_void_p))
-_Binding = _struct("VkDescriptorSetLayoutBinding", ("binding", c_uint32), ("descriptorType", c_int32),
-                   ("descriptorCount", c_uint32), ("stageFlags", c_uint32),
-                   ("pImmutableSamplers", c_void_p), head=False)
+_Binding = _struct("VkDescriptorSetLayoutBinding", ("binding", c_uint32),
+                   ("descriptorType", c_int32), ("descriptorCount", c_uint32),
+                   ("stageFlags", c_uint32), ("pImmutableSamplers", c_void_p), head=False)
 _SetLayoutInfo = _struct("VkDescriptorSetLayoutCreateInfo", ("flags", c_uint32),
                          ("bindingCount", c_uint32), ("pBindings", POINTER(_Binding)))
 _PushRange = _struct("VkPushConstantRange", ("stageFlags", c_uint32), ("offset", c_uint32),
@@ -89,7 +90,8 @@ def _listed(fn, what: str, device, query, cls, stype: int) -> list:
 
 
 def capable_devices(instance, proc) -> list[tuple[int, c_void_p]]:
-    """(enumeration index, handle) of each physical device offering the extension and its feature."""
+    """(enumeration index, handle) of each physical device offering the extension and its
+    feature."""
     ext = proc(b"vkEnumerateDeviceExtensionProperties", c_int32, c_void_p, c_char_p,
                POINTER(c_uint32), POINTER(_ExtensionProperties))
     feats2 = proc(b"vkGetPhysicalDeviceFeatures2", None, c_void_p, POINTER(_Features2))
@@ -98,10 +100,12 @@ def capable_devices(instance, proc) -> list[tuple[int, c_void_p]]:
         n = c_uint32(0)
         ext(phys, None, byref(n), None)
         props = (_ExtensionProperties * n.value)()
-        if ext(phys, None, byref(n), props) != 0 or EXTENSION not in {p.extensionName for p in props}:
+        if (ext(phys, None, byref(n), props) != 0
+                or EXTENSION not in {p.extensionName for p in props}):
             continue
         exe = _ExecutableFeatures(sType=_EXECUTABLE_FEATURES)
-        feats2(phys, byref(_Features2(sType=_PHYSICAL_DEVICE_FEATURES_2, pNext=ctypes.addressof(exe))))
+        feats2(phys, byref(_Features2(sType=_PHYSICAL_DEVICE_FEATURES_2,
+                                      pNext=ctypes.addressof(exe))))
         if exe.pipelineExecutableInfo:
             out.append((i, phys))
     return out
@@ -224,7 +228,8 @@ def pipeline_statistics(spirv: bytes, push_bytes: int = 24, bindings: int = 3,
         return _executables(dproc, device, pipeline, device_name)
 
 
-def kernel_statistics(defines: dict, kernel: str = "stockham.comp", device_index: int = 0) -> list[dict]:
+def kernel_statistics(defines: dict, kernel: str = "stockham.comp",
+                      device_index: int = 0) -> list[dict]:
     """pipeline_statistics of a pyfftgl kernel with `defines` (planner.PUSH_NAMES, 3 buffers)."""
     from .. import planner, shaders
     return pipeline_statistics(shaders.compile_spirv(shaders.assemble(kernel, defines, "vulkan")),
@@ -245,17 +250,20 @@ def _main(argv=None) -> None:
             continue
         from .. import planner
         from ..backends import get_device  # planned with its Vulkan device's limits and wisdom
-        spec = planner.plan_fft(int(k), args.batch, False, "backward", get_device("vulkan").info.limits)
+        limits = get_device("vulkan").info.limits
+        spec = planner.plan_fft(int(k), args.batch, False, "backward", limits)
         for i, p in enumerate(spec.passes):
             d = p.defines({t: 0 for t in p.tables()})  # table offsets only change constants
             shape = " ".join(f"{x}={d[x]}" for x in ("THREADS", "LINES") if x in d)
             _show(f"N={k} batch={args.batch} pass {i + 1}/{len(spec.passes)} {p.kernel} {shape} "
-                  f"radices={getattr(p, 'radices', '?')}", kernel_statistics(d, p.kernel, args.device))
+                  f"radices={getattr(p, 'radices', '?')}",
+                  kernel_statistics(d, p.kernel, args.device))
 
 
 def _show(label: str, result: list[dict]) -> None:
     for e in result:
-        print(f"{label} | {e['device']} | {e['name']}: {e['description']} | subgroup {e['subgroup_size']}")
+        print(f"{label} | {e['device']} | {e['name']}: {e['description']} "
+              f"| subgroup {e['subgroup_size']}")
         for name, value in e["stats"].items():
             print(f"    {name:40s} {value}")
 

@@ -1,4 +1,5 @@
-"""Transform -> list of passes. Pure Python: no GPU, no backend imports (limits come from pyfftgl.limits).
+"""Transform -> list of passes. Pure Python: no GPU, no backend imports (limits come from
+pyfftgl.limits).
 
 The planner decides the factorisation of a length into radices, their order, the workgroup shape,
 and how many lines a submission may hold. Its parts:
@@ -15,8 +16,8 @@ and how many lines a submission may hold. Its parts:
   dispatch  chunk units per submission; a pass's workgroups split into dispatches
   compose   steps -> the passes of a transform (plan_steps, plan_c2c, plan_fft)
   candidates  the shapes `pyfftgl bench --tune` times
-Every public name other modules use is importable from here (underscored helpers stay in their
-modules; tests reach them there).
+Every public name other modules use is importable from here (underscored helpers stay private to
+their modules).
 """
 from .abi import (COMPLEX64_BYTES, FLOAT_BYTES, FOURSTEP_LO_LEN, MAX_WORKGROUP_INVOCATIONS,
                   PUSH_NAMES, REALFFT_GROUP)
