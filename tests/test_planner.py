@@ -119,7 +119,8 @@ def test_split_groups_covers_every_group_once(groups):
         assert base == covered
         assert 1 <= gx <= limits[0] and 1 <= gy <= limits[1]
         covered += gx * gy
-    assert groups <= covered < groups + parts[-1][2]  # balanced rows: less than one group per row idles
+    # balanced rows: less than one group per row idles
+    assert groups <= covered < groups + parts[-1][2]
 
 
 def test_tighter_limits():
@@ -368,7 +369,8 @@ def test_lines_a_warp_touches_side_by_side_start_on_different_banks():
     cols = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU).passes[0]
     assert cols.line_fastest and cols.lines == 4 and starts(cols) == [0, 8, 16, 24]
     p64 = planner.stockham_pass(64, False, 1.0, GPU)
-    assert (p64.threads, p64.lines, p64.sh_halves) == (16, 16, True) and starts(p64) == [0, 16, 0, 16]
+    assert (p64.threads, p64.lines, p64.sh_halves) == (16, 16, True)
+    assert starts(p64) == [0, 16, 0, 16]
     p256 = planner.stockham_pass(256, False, 1.0, GPU)  # 64 invocations per line: one per warp
     assert p256.threads >= 32 and p256.sh_line == 256
     for p in (first, cols, p64):
