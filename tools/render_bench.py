@@ -118,7 +118,7 @@ def numpy_rows(cases, torch):
         if torch:
             calls["torch"] = lambda: g(torch.from_numpy(x).cuda()).cpu().numpy()
         times = {name: [] for name in calls}
-        for name, call in calls.items():  # plans, first uses
+        for call in calls.values():  # plans, first uses
             call()
         for _ in range(ROUNDS):
             for name, call in calls.items():

@@ -62,7 +62,8 @@ def main(argv=None):
             res = {"in": GLImage(src), "out": GLImage(dst)}
             per = [timed_ms(fft.device, ds, repeat) for ds in plan.dispatches(res)]
             whole = timed_ms(fft.device, plan.flat_dispatches(res), repeat)
-            print(f"{w}x{h} texture intermediate={inter}: loop {loop:.4f} (convolve {conv:.4f}) GPU {whole:.4f} = "
+            print(f"{w}x{h} texture intermediate={inter}: loop {loop:.4f} "
+                  f"(convolve {conv:.4f}) GPU {whole:.4f} = "
                   + " + ".join(f"{t:.4f}" for t in per))
             for p in plan.passes:
                 print("   ", shape_of(p))
