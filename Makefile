@@ -1,7 +1,7 @@
 # The README's two commands, `make demo` and `make test`, each run the idempotent set-up first.
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-slow check bench info clean
+.PHONY: setup demo test test-slow check lint bench info clean
 
 setup:
 	@bash tools/setup.sh
@@ -12,11 +12,15 @@ demo: setup
 	else $(PY) -m demos.ocean --headless --frames 60 --size 960x540 --screenshot demo-ocean.png && \
 	echo "no display: wrote demo-ocean.png (a headless frame of the ocean demo)"; fi
 
+# ruff's rules (pyproject.toml's [tool.ruff]) over the whole tree, before any test runs.
+lint: setup
+	$(PY) -m ruff check .
+
 # Two pytest workers: compiling kernels on the software drivers is single-threaded per process;
 # work stealing keeps both busy to the end (the kernel sweeps are long items). Then the installed
 # tier: the wheel, installed into a fresh venv outside the tree, runs the quick tier, info and
 # selftest --quick there (tools/test_installed.sh).
-test: setup
+test: setup lint
 	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow" tests
 	@bash tools/test_installed.sh
 
@@ -26,7 +30,7 @@ test-slow: setup
 	$(PY) -m pytest -q -n 2 --dist worksteal -m slow tests
 
 # The quick tier: both backends, every transform kind once.
-check: setup
+check: setup lint
 	$(PY) -m pytest -q -m quick tests
 
 bench: setup

@@ -33,14 +33,17 @@ KP_VERSION = "0.9.0"
 # Bump when the build-step edits below or the CMake options change (the patch level is separate).
 RECIPE = 1
 
-# Build-step edits: the module's name and what fmt >= 11 needs; kp's fixes live in tools/kp_patch.py.
+# Build-step edits: the module's name and what fmt >= 11 needs; kp's fixes live in
+# tools/kp_patch.py.
 BUILD_EDITS = [
     ("python/src/main.cpp", "PYBIND11_MODULE(kp, m)\n{\n",
      "PYBIND11_MODULE(_kp, m)\n{\n    m.attr(\"PATCH_LEVEL\") = PYFFTGL_KP_PATCH_LEVEL;\n"),
-    ("python/CMakeLists.txt", "pybind11_add_module(kp src/main.cpp)", "pybind11_add_module(_kp src/main.cpp)"),
+    ("python/CMakeLists.txt", "pybind11_add_module(kp src/main.cpp)",
+     "pybind11_add_module(_kp src/main.cpp)"),
     ("python/CMakeLists.txt", "        kp PRIVATE\n", "        _kp PRIVATE\n"),
     # fmt 11 moved fmt::join from fmt/format.h to fmt/ranges.h.
-    ("src/Manager.cpp", '#include "fmt/format.h"\n', '#include "fmt/format.h"\n#include "fmt/ranges.h"\n'),
+    ("src/Manager.cpp", '#include "fmt/format.h"\n',
+     '#include "fmt/format.h"\n#include "fmt/ranges.h"\n'),
     # An extension module never links libpython (the interpreter provides its symbols); kompute
     # needs only Python's include dir, which build_kp passes.
     ("CMakeLists.txt", "    find_package(PythonLibs REQUIRED)\n", ""),
@@ -83,8 +86,9 @@ def _fetch_sdist(dest: Path) -> Path:
     local = os.environ.get("PYFFTGL_KP_SDIST")
     if local:
         return Path(local)
-    subprocess.check_call([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                           "--disable-pip-version-check", "-q", "-d", str(dest), f"kp=={KP_VERSION}"])
+    subprocess.check_call([sys.executable, "-m", "pip", "download", "--no-deps",
+                           "--no-binary", ":all:", "--disable-pip-version-check", "-q",
+                           "-d", str(dest), f"kp=={KP_VERSION}"])
     return dest / f"kp-{KP_VERSION}.tar.gz"
 
 
@@ -92,7 +96,7 @@ def _tool(name: str, module: str) -> str:
     """The cmake/ninja executable of the PyPI wheel in the build environment, else PATH's."""
     try:
         mod = __import__(module)
-        exe = Path(getattr(mod, "BIN_DIR", None) or getattr(mod, "CMAKE_BIN_DIR")) / name
+        exe = Path(getattr(mod, "BIN_DIR", None) or mod.CMAKE_BIN_DIR) / name
         if exe.exists():
             return str(exe)
     except (ImportError, AttributeError, TypeError):
@@ -134,7 +138,8 @@ def build_kp(level: int, out: Path) -> None:
             "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
             f"-DCMAKE_CXX_FLAGS=-DPYFFTGL_KP_PATCH_LEVEL={level}",
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={build / 'out'}",
-            "-DKOMPUTE_OPT_BUILD_PYTHON=ON", "-DKOMPUTE_OPT_LOG_LEVEL=Off", "-DKOMPUTE_OPT_USE_SPDLOG=OFF",
+            "-DKOMPUTE_OPT_BUILD_PYTHON=ON", "-DKOMPUTE_OPT_LOG_LEVEL=Off",
+            "-DKOMPUTE_OPT_USE_SPDLOG=OFF",
             "-DKOMPUTE_OPT_INSTALL=OFF", "-DKOMPUTE_OPT_DISABLE_VULKAN_VERSION_CHECK=ON",
             "-DKOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF", "-DKOMPUTE_OPT_USE_BUILT_IN_FMT=OFF",
             "-DKOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF",
@@ -155,9 +160,10 @@ def build_kp(level: int, out: Path) -> None:
 def _run(cmd: list[str]) -> None:
     if subprocess.call(cmd) != 0:
         raise RuntimeError(
-            "pyfftgl build: compiling its Vulkan module (Kompute) failed; it needs a C++17 compiler "
-            "and the Vulkan headers and loader (Debian/Ubuntu: apt install g++ libvulkan-dev; "
-            "CMake and Ninja come from PyPI). The output above says what was missing.")
+            "pyfftgl build: compiling its Vulkan module (Kompute) failed; it needs a C++17 "
+            "compiler and the Vulkan headers and loader (Debian/Ubuntu: apt install g++ "
+            "libvulkan-dev; CMake and Ninja come from PyPI). The output above says what was "
+            "missing.")
 
 
 def kp_module() -> Path:

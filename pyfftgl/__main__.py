@@ -88,7 +88,8 @@ def cmd_demo(args) -> int:
         bound = float(np.finfo(np.float32).eps * np.sqrt(np.log2(n)))
         ok = err <= bound
         status |= not ok
-        print(f"{name:6s} {dev.info.name}: {rows} x {n} complex64 rows, GPU {plan.last_gpu_ns / 1e6:.3f} ms, "
+        print(f"{name:6s} {dev.info.name}: {rows} x {n} complex64 rows, "
+              f"GPU {plan.last_gpu_ns / 1e6:.3f} ms, "
               f"call {wall:.1f} ms (upload + run + download), rel L2 error {err:.2e} "
               f"({'within' if ok else 'ABOVE'} the {bound:.2e} contract)")
     print(f"numpy  float64 reference: {cpu_ms:.1f} ms")
@@ -199,7 +200,8 @@ def main(argv=None) -> int:
     b.add_argument("--out", default="bench/results")
     b.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    return {"info": cmd_info, "demo": cmd_demo, "selftest": cmd_selftest, "bench": cmd_bench}[args.cmd](args)
+    commands = {"info": cmd_info, "demo": cmd_demo, "selftest": cmd_selftest, "bench": cmd_bench}
+    return commands[args.cmd](args)
 
 
 if __name__ == "__main__":

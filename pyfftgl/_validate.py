@@ -50,7 +50,8 @@ def axis(value, ndim: int) -> int:
     try:
         ax = operator.index(value)
     except TypeError:
-        raise TypeError(f"tuple indices must be integers or slices, not {type(value).__name__}") from None
+        raise TypeError("tuple indices must be integers or slices, "
+                        f"not {type(value).__name__}") from None
     if not -ndim <= ax < ndim:
         raise np.exceptions.AxisError(ax, ndim)
     return ax % ndim
@@ -143,7 +144,8 @@ def length(n, default: int) -> int:
 def complex_dtype(dtype: np.dtype) -> np.dtype:
     """The complex dtype numpy.fft returns for `dtype` input (numpy 2): complex64 for float16,
     float32 and complex64; complex128 for float64, complex128, integers and bools. Extended
-    precision (longdouble), which numpy keeps, is refused: the kernels compute in float or double."""
+    precision (longdouble), which numpy keeps, is refused: the kernels compute in float or
+    double."""
     dtype = np.dtype(dtype)
     if not dtype.isnative:  # a plan for big-endian data: the same transform as native data
         dtype = dtype.newbyteorder("=")

@@ -20,7 +20,8 @@ class DeviceArray:
     """
 
     def __init__(self, buffer, shape, dtype, device):
-        self._buffer, self.shape, self.dtype, self.device = buffer, tuple(shape), np.dtype(dtype), device
+        self._buffer, self.shape = buffer, tuple(shape)
+        self.dtype, self.device = np.dtype(dtype), device
 
     @property
     def buffer(self):

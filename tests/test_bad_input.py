@@ -219,7 +219,7 @@ def test_strided_and_negatively_strided_input_works(backend):
     for view in (base[:, ::2], base[::-1], base[:, ::-3], base.T, np.asfortranarray(base),
                  base[2:11:3, 5:69]):
         keep = view.copy()
-        for name, axes in (("fftn", None), ("fft", None), ("ifft2", None)):
+        for name in ("fftn", "fft", "ifft2"):
             got = getattr(pyfftgl, name)(view, backend=backend)
             want = getattr(np.fft, name)(view.astype(np.complex128))
             assert_accurate(got, want, view.size)

@@ -29,7 +29,8 @@ def test_copy_kernel_copies(backend):
 
 
 def test_records_and_results_file(backend, tmp_path):
-    cases = [bench.Case("fft", (64, 256), (1,), "1d"), bench.Case("rfft2", (32, 32), (0, 1), "real")]
+    cases = [bench.Case("fft", (64, 256), (1,), "1d"),
+             bench.Case("rfft2", (32, 32), (0, 1), "real")]
     lines = []
     records = bench.run(cases, backends=(backend,), reps=2, out_dir=tmp_path, echo=lines.append)
     assert len(records) == 2

@@ -1,4 +1,4 @@
-"""Every dispatch within the planner's work budget (compose.DISPATCH_BYTES), on real drivers.
+"""Every dispatch within the planner's work budget (dispatch.DISPATCH_BYTES), on real drivers.
 
 With the budget lowered so that every pass of these small transforms runs as several dispatches
 (as the big ones do at the shipped budget), results match numpy and are bit-identical to the
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pyfftgl
-from pyfftgl.planner import compose
+from pyfftgl.planner import dispatch
 from pyfftgl.plans import plan_cache
 from conftest import assert_accurate, random_complex
 from test_precision import assert_double
@@ -52,7 +52,7 @@ def lowered_budget(monkeypatch):
     """DISPATCH_BYTES lowered, with no cached plan built under the other budget on either side:
     the cache would otherwise serve the unsplit plans inside, and the split ones after."""
     plan_cache.clear()
-    monkeypatch.setattr(compose, "DISPATCH_BYTES", LOWERED_BYTES)
+    monkeypatch.setattr(dispatch, "DISPATCH_BYTES", LOWERED_BYTES)
     try:
         yield
     finally:

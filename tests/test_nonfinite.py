@@ -6,7 +6,6 @@ four-step (forced with a small shared memory, as in test_fft.py), Bluestein, rea
 and complex-to-real, and a batched 2D transform. Repeated runs are bit-identical and the input
 is left bit-identical."""
 import numpy as np
-import pytest
 
 import pyfftgl
 from pyfftgl import planner

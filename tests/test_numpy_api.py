@@ -75,7 +75,8 @@ def test_1d_functions(backend, name, norm):
 @pytest.mark.parametrize("name", ["fft2", "ifft2", "rfft2", "irfft2"])
 def test_2d_functions(backend, name):
     real_in = name == "rfft2"
-    for i, (shape, axes, s) in enumerate([((16, 32), (-2, -1), None), ((3, 20, 12), (0, 2), (8, 10)),
+    for i, (shape, axes, s) in enumerate([((16, 32), (-2, -1), None),
+                                          ((3, 20, 12), (0, 2), (8, 10)),
                                           ((64, 64), (1, 0), None), ((5, 7), (-2, -1), (9, 4))]):
         x = rand(shape, real_in, i)
         got = getattr(pyfftgl, name)(x, s=s, axes=axes, backend=backend)
@@ -168,7 +169,8 @@ def test_every_function_matches_numpy(backend, name):
         x = rand((4, 6, 10), dtype != np.complex64, 8).astype(dtype)
         ours, theirs = getattr(pyfftgl, name)(x, backend=backend), getattr(np.fft, name)(x)
         assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
-        ref = getattr(np.fft, name)(x.astype(np.complex128 if dtype == np.complex64 else np.float64))
+        wide = np.complex128 if dtype == np.complex64 else np.float64
+        ref = getattr(np.fft, name)(x.astype(wide))
         if ours.dtype == np.float16:  # numpy's irfft and hfft of float16: rounded once to float16
             assert np.max(np.abs(ours - ref)) <= np.finfo(np.float16).eps * np.max(np.abs(ref))
         else:

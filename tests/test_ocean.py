@@ -459,7 +459,7 @@ def test_gpu_fields_batched_equal_per_texture(ctx, half):
 
 def test_bench_times_every_stage_of_a_frame(ctx):
     """`--bench`'s per-stage times: the six stages of a frame, each timed, in frame order."""
-    from demos.ocean.__main__ import OceanApp, offscreen
+    from demos.ocean.app import OceanApp, offscreen
     from demos.ocean.bench import StageTimes
     app = OceanApp(ctx, OceanParams(size=64, patch_sizes=(300.0, 40.0)), width=320)
     offscreen(ctx, (320, 180)).use()

@@ -119,7 +119,8 @@ def test_split_groups_covers_every_group_once(groups):
         assert base == covered
         assert 1 <= gx <= limits[0] and 1 <= gy <= limits[1]
         covered += gx * gy
-    assert groups <= covered < groups + parts[-1][2]  # balanced rows: less than one group per row idles
+    # balanced rows: less than one group per row idles
+    assert groups <= covered < groups + parts[-1][2]
 
 
 def test_tighter_limits():
@@ -368,7 +369,8 @@ def test_lines_a_warp_touches_side_by_side_start_on_different_banks():
     cols = planner.plan_c2c((1024, 1024), (0, 1), False, "backward", GPU).passes[0]
     assert cols.line_fastest and cols.lines == 4 and starts(cols) == [0, 8, 16, 24]
     p64 = planner.stockham_pass(64, False, 1.0, GPU)
-    assert (p64.threads, p64.lines, p64.sh_halves) == (16, 16, True) and starts(p64) == [0, 16, 0, 16]
+    assert (p64.threads, p64.lines, p64.sh_halves) == (16, 16, True)
+    assert starts(p64) == [0, 16, 0, 16]
     p256 = planner.stockham_pass(256, False, 1.0, GPU)  # 64 invocations per line: one per warp
     assert p256.threads >= 32 and p256.sh_line == 256
     for p in (first, cols, p64):
@@ -512,12 +514,12 @@ def test_four_step_strided_factor_at_most_512_where_the_contiguous_pass_fits():
     # [contiguous, strided]: the balanced split gives the strided pass factors of 2 while it is
     # above FOURSTEP_STRIDED_MAX and the contiguous pass still takes 4 lines in halves (48 KB:
     # up to 2048 points); at or below it, the balanced split stays.
-    ff = planner.factors._fast_factors
+    ff = planner.factors.fast_factors
     for k in range(14, 23):
         c, s = ff(2**k, GPU)
         assert c * s == 2**k
         if s > planner.FOURSTEP_STRIDED_MAX:  # only where the contiguous pass cannot take more
-            assert not planner.factors._wide_tiles(s // 2, GPU) or planner.stockham_pass(
+            assert not planner.factors.wide_tiles(s // 2, GPU) or planner.stockham_pass(
                 2 * c, False, 1.0, GPU, tile_lines=planner.TILE_LINES, halves=True,
                 store_tiled=True) is None, k
     spec = planner.plan_fft(2**20, 4, False, "backward", GPU)
@@ -682,7 +684,7 @@ def test_steps_are_checked():
     assert C2R(0, 8).is_inverse and C2C(0, True).is_inverse and not R2C(0, 8).is_inverse
 
 
-# --- the work budget of a dispatch (compose.DISPATCH_BYTES) ----------------------------------
+# --- the work budget of a dispatch (dispatch.DISPATCH_BYTES) ----------------------------------
 
 # A GPU's grid limits with lavapipe's 65535 workgroups in every dimension, big buffers: the
 # budget and the count limits split together.
@@ -724,7 +726,7 @@ def moved_bytes(p, units, element_bytes) -> int:
 def test_every_dispatch_stays_within_the_budget(name, limits):
     shape, steps, eb = BIG[name]
     spec, limits = planned(shape, steps, limits, eb)
-    budget = planner.compose.DISPATCH_BYTES
+    budget = planner.dispatch.DISPATCH_BYTES
     for p in spec.passes:
         groups = p.groups(spec.units)
         per_group = p.values_per_group() * eb
@@ -748,7 +750,7 @@ def test_every_dispatch_stays_within_the_budget(name, limits):
 
 def test_the_h100_sized_transforms_split_into_few_dispatches():
     # A pass of 2^26 complex64 moves 1 GiB, of 2^27 2 GiB: two and four dispatches a pass.
-    assert planner.compose.DISPATCH_BYTES == 2**29
+    assert planner.dispatch.DISPATCH_BYTES == 2**29
     for name, per_pass in (("fft 2^26", 2), ("fft2 8192^2", 2), ("ifft 2^27", 4)):
         shape, steps, eb = BIG[name]
         spec, limits = planned(shape, steps, GPU, eb)

@@ -67,15 +67,22 @@ def test_cache_hits_misses_bounds_and_resize(backend):
 
 
 @pytest.mark.parametrize("kind, shape, dtype, kwargs", [
-    ("fft", (4, 30), np.complex64, dict(n=None, axis=-1)), ("ifft", (5, 16), np.float32, dict(n=7, axis=0)),
+    ("fft", (4, 30), np.complex64, dict(n=None, axis=-1)),
+    ("ifft", (5, 16), np.float32, dict(n=7, axis=0)),
     ("fftn", (3, 4, 5), np.complex64, dict(s=(6, 2), axes=(2, 0))),
     ("ifftn", (3, 4), np.complex64, dict(s=None, axes=(1, 1, 0))),
-    ("fft2", (2, 8, 8), np.float16, dict(s=None, axes=(-2, -1))), ("fftn", (4,), np.complex64, dict(s=None, axes=())),
-    ("rfft", (3, 64), np.float32, dict(n=100, axis=-1)), ("rfft", (9, 4), np.float32, dict(n=None, axis=0)),
-    ("rfftn", (4, 6, 10), np.float32, dict(s=None, axes=(0, 2, 0))), ("rfft2", (8, 9), np.float16, dict(s=(9, 4), axes=(0, 1))),
-    ("irfft", (5, 9), np.complex64, dict(n=None, axis=-1)), ("irfft", (6, 9), np.float16, dict(n=7, axis=0)),
-    ("irfftn", (3, 5, 9), np.complex64, dict(s=(4, 16), axes=(0, 2))), ("irfft2", (8, 5), np.complex64, dict(s=None, axes=(0, 1))),
-    ("hfft", (4, 9), np.complex64, dict(n=None, axis=-1)), ("ihfft", (4, 15), np.float32, dict(n=None, axis=-1)),
+    ("fft2", (2, 8, 8), np.float16, dict(s=None, axes=(-2, -1))),
+    ("fftn", (4,), np.complex64, dict(s=None, axes=())),
+    ("rfft", (3, 64), np.float32, dict(n=100, axis=-1)),
+    ("rfft", (9, 4), np.float32, dict(n=None, axis=0)),
+    ("rfftn", (4, 6, 10), np.float32, dict(s=None, axes=(0, 2, 0))),
+    ("rfft2", (8, 9), np.float16, dict(s=(9, 4), axes=(0, 1))),
+    ("irfft", (5, 9), np.complex64, dict(n=None, axis=-1)),
+    ("irfft", (6, 9), np.float16, dict(n=7, axis=0)),
+    ("irfftn", (3, 5, 9), np.complex64, dict(s=(4, 16), axes=(0, 2))),
+    ("irfft2", (8, 5), np.complex64, dict(s=None, axes=(0, 1))),
+    ("hfft", (4, 9), np.complex64, dict(n=None, axis=-1)),
+    ("ihfft", (4, 15), np.float32, dict(n=None, axis=-1)),
     ("fft", (0, 8), np.complex64, dict(n=None, axis=-1))])
 def test_plan_takes_the_jobs_the_function_runs(monkeypatch, kind, shape, dtype, kwargs):
     # No GPU: each submission the function makes runs in numpy float64 by what its steps mean

@@ -172,7 +172,9 @@ def _half_float_round_trip(ctx, fmt, components):
 
     def fields(t, c):
         x = np.frombuffer(t.read(), np.float16).reshape(h, w, c).astype(np.float64)
-        return [x[..., 0] + 0j] if c == 1 else [x[..., k] + 1j * x[..., k + 1] for k in (0, 2)[:c // 2]]
+        if c == 1:
+            return [x[..., 0] + 0j]
+        return [x[..., k] + 1j * x[..., k + 1] for k in (0, 2)[:c // 2]]
     for got, x in zip(fields(spec, spec.components), fields(src, components)):
         assert snr_db(got, np.fft.fft2(x)) >= 50
     for got, x in zip(fields(back, components), fields(src, components)):

@@ -91,7 +91,8 @@ def test_checks_pass_on_the_drivers_at_2_20_elements(backend):
     checks = selftest.run(backend, cases=cases, echo=lambda line: None)
     assert len(checks) >= 10 * len(cases)
     worst = max(checks, key=lambda c: c.error)
-    assert all(c.ok() for c in checks), f"{worst.transform} {worst.name}: rel Linf {worst.error:.2e}"
+    assert all(c.ok() for c in checks), (
+        f"{worst.transform} {worst.name}: rel Linf {worst.error:.2e}")
 
 
 def test_command_fails_when_a_check_fails():

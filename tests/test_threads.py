@@ -6,7 +6,6 @@ ordered by fences: backends/gl.py.)"""
 import threading
 
 import numpy as np
-import pytest
 
 import pyfftgl
 import pyfftgl.gl

@@ -48,8 +48,8 @@ def test_candidates_cover_radix_16_and_padding():
 
 
 def test_candidates_merge_equal_odd_primes_into_square_radices():
-    assert planner.tuner._odd_groupings((3, 3, 3, 5)) == [(3, 3, 3, 5), (9, 3, 5)]
-    assert planner.tuner._odd_groupings((11, 11)) == [(11, 11)]  # no radix 121
+    assert planner.candidates.odd_groupings((3, 3, 3, 5)) == [(3, 3, 3, 5), (9, 3, 5)]
+    assert planner.candidates.odd_groupings((11, 11)) == [(11, 11)]  # no radix 121
     c2187 = planner.shape_candidates(2187, GPU)
     assert TunedShape(2187, (9, 9, 9, 3), 243) in c2187 and TunedShape(2187, (3,) * 7, 729) in c2187
     assert TunedShape(2187, (9, 9, 9, 3), 122) in c2187  # two radix-9 butterflies per invocation

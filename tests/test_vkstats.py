@@ -6,17 +6,17 @@ Vulkan loader or driver is an error here as in the other tests.
 import pytest
 
 from pyfftgl import planner
-from pyfftgl.backends import _vkinfo
+from pyfftgl.backends import vkinfo
 from pyfftgl.bench import vkstats as _vkstats
 from pyfftgl.limits import Limits
 
 
 def test_kernel_statistics():
-    with _vkinfo.instance(_vkinfo.load_library()) as (instance, proc):
+    with vkinfo.instance(vkinfo.load_library()) as (instance, proc):
         assert instance is not None, "no Vulkan instance: is a driver (lavapipe) installed?"
-        capable = _vkstats._capable(instance, proc)
+        capable = _vkstats.capable_devices(instance, proc)
     if not capable:
-        names = [d["device_name"] for d in _vkinfo.physical_devices()]
+        names = [d["device_name"] for d in vkinfo.physical_devices()]
         pytest.skip(f"no Vulkan device among {names} supports {_vkstats.EXTENSION.decode()}")
     lim = Limits(49152, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
     p = planner.plan_fft(1024, 64, False, "backward", lim).passes[0]

@@ -24,76 +24,97 @@ def swizzle_m(N, R, Ns, block=16):
 def swz(p, m, block=16):
     return p ^ (((p // block) * m) % block) if m else p
 
-def model(p, stagger_words=None, block=None, xor=None):
-    block = block or (1 << p.swizzle_bits)  # the pass's own swizzle unless asked for another
-    xor = xor or 0
-    wide = p.slot_scale == 2
-    N, T, L = p.n, p.threads, p.lines
-    halves = p.sh_halves
-    lf_all = p.line_fastest
-    slf = p.store_line_fastest
-    pad = p.sh_pad
-    shl = p.sh_line
-    if stagger_words is not None:
-        base = N + (N - 1) // 16 if pad else N
-        row = 16 if wide else 32
-        shl = base + (stagger_words - base) % row if halves else shl
-    G = T * L
-    def ids(idx, last):
-        if lf_all or (last and slf):
-            return idx // L, idx % L
-        return idx % T, idx // T
-    def addr(ly, pos):
-        pos ^= (ly & 1) * xor
-        s = pos + (pos >> 4) if pad else pos
-        return ly * shl + s
-    waves = 0
-    def instr(fn):
-        nonlocal waves
-        if halves and wide:  # 8-byte halves: each half-warp apart, two words an access
-            for h0 in range(0, G, 16):
+class Banks:
+    """One pass's shared-memory geometry and the wavefronts counted so far (`waves`)."""
+
+    def __init__(self, p, stagger_words=None, block=None, xor=None):
+        self.block = block or (1 << p.swizzle_bits)  # the pass's own swizzle unless asked
+        self.xor = xor or 0
+        self.wide = p.slot_scale == 2
+        self.N, self.T, self.L = p.n, p.threads, p.lines
+        self.halves = p.sh_halves
+        self.lf_all = p.line_fastest
+        self.slf = p.store_line_fastest
+        self.pad = p.sh_pad
+        self.shl = p.sh_line
+        if stagger_words is not None:
+            base = self.N + (self.N - 1) // 16 if self.pad else self.N
+            row = 16 if self.wide else 32
+            self.shl = base + (stagger_words - base) % row if self.halves else self.shl
+        self.G = self.T * self.L
+        self.waves = 0
+
+    def ids(self, idx, last):
+        if self.lf_all or (last and self.slf):
+            return idx // self.L, idx % self.L
+        return idx % self.T, idx // self.T
+
+    def addr(self, ly, pos):
+        pos ^= (ly & 1) * self.xor
+        s = pos + (pos >> 4) if self.pad else pos
+        return ly * self.shl + s
+
+    def instr(self, fn):
+        """One access of every invocation (fn(idx): its slot, or None where it is idle)."""
+        if self.halves and self.wide:  # 8-byte halves: each half-warp apart, two words an access
+            for h0 in range(0, self.G, 16):
                 banks = defaultdict(set)
-                for idx in range(h0, min(G, h0 + 16)):
+                for idx in range(h0, min(self.G, h0 + 16)):
                     a = fn(idx)
                     if a is not None:
                         for w in (2 * a, 2 * a + 1):
                             banks[w % 32].add(w)
                 if banks:
-                    waves += max(len(v) for v in banks.values())
+                    self.waves += max(len(v) for v in banks.values())
             return
-        for w0 in range(0, G, 32):
+        for w0 in range(0, self.G, 32):
             banks = defaultdict(set)
-            for idx in range(w0, min(G, w0 + 32)):
+            for idx in range(w0, min(self.G, w0 + 32)):
                 a = fn(idx)
                 if a is None:
                     continue
-                if halves:
+                if self.halves:
                     banks[a % 32].add(a)
                 else:  # 8-byte: two words
                     banks[(2 * a) % 32].add(a)
             if banks:
-                if halves:
-                    waves += max(len(v) for v in banks.values())
-                else:
-                    # 8-byte accesses: 2 wavefronts minimum per full warp; approximate by words
-                    cnt = defaultdict(set)
-                    for v in banks.values():
-                        for a in v:
-                            cnt[(2 * a) % 32].add(a)
-                            cnt[(2 * a + 1) % 32].add(a)
-                    waves += max(len(v) for v in cnt.values())
-    def writes(R, Ns, m, last):
+                self.waves += self._warp_waves(banks)
+
+    def _warp_waves(self, banks):
+        if self.halves:
+            return max(len(v) for v in banks.values())
+        # 8-byte accesses: 2 wavefronts minimum per full warp; approximate by words
+        cnt = defaultdict(set)
+        for v in banks.values():
+            for a in v:
+                cnt[(2 * a) % 32].add(a)
+                cnt[(2 * a + 1) % 32].add(a)
+        return max(len(v) for v in cnt.values())
+
+    def writes(self, R, Ns, m, last):
         # a radix-R stage's stores to shared memory: element r of butterfly j at its Stockham place
-        span = N // R
+        span, T = self.N // R, self.T
         for b in range(-(-span // T)):
             for r in range(R):
                 def f(idx, b=b, r=r):
-                    tid, ly = ids(idx, last)
+                    tid, ly = self.ids(idx, last)
                     j = tid + b * T
                     if j >= span:
                         return None
-                    return addr(ly, swz((j // Ns) * Ns * R + j % Ns + r * Ns, m, block))
-                instr(f)
+                    return self.addr(ly, swz((j // Ns) * Ns * R + j % Ns + r * Ns, m, self.block))
+                self.instr(f)
+
+    def reader(self, b, r, span, m_in, last):
+        def f(idx):
+            tid, ly = self.ids(idx, last)
+            j = tid + b * self.T
+            return self.addr(ly, swz(j + r * span, m_in, self.block)) if j < span else None
+        return f
+
+
+def model(p, stagger_words=None, block=None, xor=None):
+    m = Banks(p, stagger_words, block, xor)
+    block, T = m.block, m.T
     rad = p.radices
     strides = p.strides
     S = len(rad)
@@ -101,31 +122,26 @@ def model(p, stagger_words=None, block=None, xor=None):
         R, Ns = rad[s], strides[s]
         first, last = s == 0, s == S - 1
         prev_r = rad[s - 1] if s else 0
-        from_sh = (not first) or (p.load_tiled and not lf_all)
+        from_sh = (not first) or (p.load_tiled and not m.lf_all)
         # the unpack from registers stores straight after the last stage (its reads are
         # modelled in plain butterfly order, not in pairs)
         to_sh = (not last) or (p.real_unpack and not p.unpack_in_registers)
-        span = N // R
-        m_in = swizzle_m(N, prev_r, Ns // prev_r, block) if prev_r else 0
-        m_out = 0 if last else swizzle_m(N, R, Ns, block)
+        span = m.N // R
+        m_in = swizzle_m(m.N, prev_r, Ns // prev_r, block) if prev_r else 0
+        m_out = 0 if last else swizzle_m(m.N, R, Ns, block)
         nb = -(-span // T)
         if from_sh:
             reads = [(b, r) for b in range(nb) for r in range(R)]
-            def rd(b, r):
-                def f(idx):
-                    tid, ly = ids(idx, last)
-                    j = tid + b * T
-                    return addr(ly, swz(j + r * span, m_in, block)) if j < span else None
-                return f
             for b, r in reads:
-                instr(rd(b, r))
-            if halves:  # the previous stage's imaginary parts, written back in its layout
-                writes(prev_r, Ns // prev_r, m_in, False)
+                m.instr(m.reader(b, r, span, m_in, last))
+            if m.halves:  # the previous stage's imaginary parts, written back in its layout
+                m.writes(prev_r, Ns // prev_r, m_in, False)
                 for b, r in reads:
-                    instr(rd(b, r))
+                    m.instr(m.reader(b, r, span, m_in, last))
         if to_sh:
-            writes(R, Ns, m_out, last)
-    return waves
+            m.writes(R, Ns, m_out, last)
+    return m.waves
+
 
 if __name__ == "__main__":
     import dataclasses

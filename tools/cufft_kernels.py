@@ -44,7 +44,8 @@ def main() -> None:
         for ev in json.loads(trace_path.read_text()).get("traceEvents", []):
             if ev.get("cat") == "kernel":
                 args = ev.get("args", {})
-                print(f"  {ev.get('dur', 0):8.1f} us grid {args.get('grid')} block {args.get('block')} "
+                print(f"  {ev.get('dur', 0):8.1f} us grid {args.get('grid')} "
+                      f"block {args.get('block')} "
                       f"regs {args.get('registers per thread')} smem {args.get('shared memory')} "
                       f"occ {args.get('est. achieved occupancy %')} {ev.get('name', '')[:70]}")
 

@@ -28,7 +28,8 @@ layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer A { vec2 a[]; };
 layout(std430, binding = 1) writeonly buffer B { vec2 b[]; };
 uniform uint salt;
-void main() { uint i = gl_GlobalInvocationID.x; b[i] = a[i] * 1.0001 + vec2(float(salt & %du), 0.0); }
+void main() {
+    uint i = gl_GlobalInvocationID.x; b[i] = a[i] * 1.0001 + vec2(float(salt & %du), 0.0); }
 """
 
 
@@ -60,7 +61,8 @@ def main(k: int = 200, reps: int = 7) -> None:
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
     print(ctx.info["GL_RENDERER"], ctx.info["GL_VERSION"])
     progs = [ctx.compute_shader(SRC % m) for m in (1, 3)]
-    bufs = [ctx.buffer(np.zeros(2 * 64 * 132, np.float32).tobytes()) for _ in range(3)]  # 132 groups
+    # 132 groups
+    bufs = [ctx.buffer(np.zeros(2 * 64 * 132, np.float32).tobytes()) for _ in range(3)]
     barrier = gl_proc("glMemoryBarrier", None, ctypes.c_uint32)
     by_region = gl_proc("glMemoryBarrierByRegion", None, ctypes.c_uint32)
     for p in progs:

@@ -283,6 +283,61 @@ def staged_read(ctx, buf, nbytes):
     return data
 
 
+def part1_skipped(vk, missing, fds, mem, cb, sem_a, sem_b):
+    """Part 1 without the GL half (no semaphore import there): Vulkan's half checked alone."""
+    why = (f"the GL driver lacks {' and '.join(missing)}" if missing else
+           f"the Vulkan device lacks {_SEM_FD.decode()}")
+    for f in fds:
+        if f >= 0:
+            os.close(f)
+    ok = vk.self_test(mem, cb, sem_a, sem_b)
+    print(f"part 1 skipped: {why}\nits Vulkan half alone (semaphores, submissions, dispatch "
+          f"checked in mapped memory): " + {True: "ok", False: "WRONG", None: "not run"}[ok])
+    return {"skipped": why, "vulkan": vk.name, "vulkan_half_ok": ok}
+
+
+def import_into_gl(ctx, gl, fd_a, fd_b, size, fd):
+    """(GL semaphores, the GL buffer's name, its moderngl buffer) of Vulkan's two semaphores and
+    its memory; GL owns the fds from here."""
+    u32, p = c_uint32, c_void_p
+    sems, memobj, name = (u32 * 2)(), u32(0), u32(0)
+    gl_proc("glGenSemaphoresEXT", None, c_int32, p)(2, sems)
+    for sem, f in zip(sems, (fd_a, fd_b)):
+        gl_proc("glImportSemaphoreFdEXT", None, u32, u32, c_int32)(sem, _GL_HANDLE_OPAQUE_FD, f)
+    gl.create_memory(1, byref(memobj))
+    gl.import_fd(memobj.value, size, _GL_HANDLE_OPAQUE_FD, fd)
+    gl.create_buffers(1, byref(name))
+    gl.buffer_storage(name.value, N * 4, memobj.value, 0)
+    gl.check("importing the semaphores and the memory")
+    return sems, name, ctx.external_buffer(name.value, N * 4)
+
+
+def first_round_trip(gl, empty):
+    """Run one frame; a semaphore signalled nowhere hangs both queues, and the process with
+    them: give up after 10 s."""
+    u32, p = c_uint32, c_void_p
+    empty()
+    gl.check("the first round trip")
+    sync = gl_proc("glFenceSync", p, u32, u32)(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
+    if gl_proc("glClientWaitSync", u32, p, u32, c_uint64)(sync, 1, 10**10) not in (0x911A, 0x911C):
+        print("the first round trip did not complete in 10 s: giving up", flush=True)
+        os._exit(3)
+    gl_proc("glDeleteSync", None, p)(sync)
+
+
+def frames_in_order(ctx, shared, empty, dispatch, finish):
+    """Whether three empty and three dispatching frames left the buffer as replay says."""
+    start = np.arange(N, dtype=np.uint32)
+    staging = ctx.buffer(start.tobytes())
+    ctx.copy_buffer(shared, staging)
+    staging.release()
+    for f in (empty,) * 3 + (dispatch,) * 3:
+        f()
+    finish()
+    got = np.frombuffer(staged_read(ctx, shared, N * 4), np.uint32)
+    return bool(np.array_equal(got, replay(replay(start, 3, vulkan=False), 3)))
+
+
 def handoff(ctx, k, family):
     """Part 1: microseconds per frame of each loop (see the module's docstring)."""
     if "GL_EXT_memory_object_fd" not in ctx.extensions:
@@ -295,27 +350,10 @@ def handoff(ctx, k, family):
     cb = vk.dispatch(compile_spirv(VK_FRAME), buf, N // 64)
     missing = [e for e in ("GL_EXT_semaphore", "GL_EXT_semaphore_fd") if e not in ctx.extensions]
     if missing or not vk.fd_semaphores:
-        why = (f"the GL driver lacks {' and '.join(missing)}" if missing else
-               f"the Vulkan device lacks {_SEM_FD.decode()}")
-        for f in (fd, fd_a, fd_b):
-            if f >= 0:
-                os.close(f)
-        ok = vk.self_test(mem, cb, sem_a, sem_b)
-        print(f"part 1 skipped: {why}\nits Vulkan half alone (semaphores, submissions, dispatch "
-              f"checked in mapped memory): " + {True: "ok", False: "WRONG", None: "not run"}[ok])
-        return {"skipped": why, "vulkan": vk.name, "vulkan_half_ok": ok}
+        return part1_skipped(vk, missing, (fd, fd_a, fd_b), mem, cb, sem_a, sem_b)
 
     u32, p = c_uint32, c_void_p
-    sems, memobj, name = (u32 * 2)(), u32(0), u32(0)
-    gl_proc("glGenSemaphoresEXT", None, c_int32, p)(2, sems)
-    for sem, f in zip(sems, (fd_a, fd_b)):  # GL owns the fds from here
-        gl_proc("glImportSemaphoreFdEXT", None, u32, u32, c_int32)(sem, _GL_HANDLE_OPAQUE_FD, f)
-    gl.create_memory(1, byref(memobj))
-    gl.import_fd(memobj.value, size, _GL_HANDLE_OPAQUE_FD, fd)
-    gl.create_buffers(1, byref(name))
-    gl.buffer_storage(name.value, N * 4, memobj.value, 0)
-    gl.check("importing the semaphores and the memory")
-    shared = ctx.external_buffer(name.value, N * 4)
+    sems, name, shared = import_into_gl(ctx, gl, fd_a, fd_b, size, fd)
     signal = gl_proc("glSignalSemaphoreEXT", None, u32, u32, p, u32, p, p)
     wait = gl_proc("glWaitSemaphoreEXT", None, u32, u32, p, u32, p, p)
     flush = gl_proc("glFlush", None)
@@ -340,14 +378,7 @@ def handoff(ctx, k, family):
     def finish():
         ctx.finish()
         vk.call("vkQueueWaitIdle", "r p", vk.queue)
-    empty()
-    gl.check("the first round trip")
-    # A semaphore signalled nowhere hangs both queues, and the process with them: give up first.
-    sync = gl_proc("glFenceSync", p, u32, u32)(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
-    if gl_proc("glClientWaitSync", u32, p, u32, c_uint64)(sync, 1, 10**10) not in (0x911A, 0x911C):
-        print("the first round trip did not complete in 10 s: giving up", flush=True)
-        os._exit(3)
-    gl_proc("glDeleteSync", None, p)(sync)
+    first_round_trip(gl, empty)
     row = {"vulkan": vk.name, "family": vk.family}
     row["gl_dispatch_us"] = loop_ms(lambda: (prog.run(N // 64), ctx.memory_barrier()),
                                     ctx.finish, k) * 1e3
@@ -357,15 +388,7 @@ def handoff(ctx, k, family):
     row["handoff_dispatch_us"] = loop_ms(dispatch, finish, k) * 1e3
     row["handoff_cost_us"] = row["handoff_us"] - row["gl_dispatch_us"]
     row["handoff_dispatch_cost_us"] = row["handoff_dispatch_us"] - row["gl_dispatch_us"]
-    start = np.arange(N, dtype=np.uint32)
-    staging = ctx.buffer(start.tobytes())
-    ctx.copy_buffer(shared, staging)
-    staging.release()
-    for f in (empty,) * 3 + (dispatch,) * 3:
-        f()
-    finish()
-    got = np.frombuffer(staged_read(ctx, shared, N * 4), np.uint32)
-    row["frames_in_order"] = bool(np.array_equal(got, replay(replay(start, 3, vulkan=False), 3)))
+    row["frames_in_order"] = frames_in_order(ctx, shared, empty, dispatch, finish)
     gl.check("the handoff loops")
     gl_proc("glDeleteSemaphoresEXT", None, c_int32, p)(2, sems)
     return row

@@ -1,6 +1,7 @@
 """Time GLSL -> SPIR-V per kernel for each glslangValidator given, on pyfftgl's own kernels.
 
-    python tools/glsl_compile_bench.py /usr/bin/glslangValidator .venv/lib/python3.*/site-packages/cmeel.prefix/bin/glslangValidator
+    python tools/glsl_compile_bench.py /usr/bin/glslangValidator \\
+        .venv/lib/python3.*/site-packages/cmeel.prefix/bin/glslangValidator
 
 Pure CPU, no GPU: the sources are what the planner makes for a few transforms on the software
 drivers' limits (radix, four-step, Bluestein, real-data kernels), compiled with pyfftgl's flags.
@@ -63,11 +64,12 @@ def time_compiler(exe: str, srcs: list[str], repeats: int = 3) -> tuple[float, f
 
 def main(argv: list[str]) -> int:
     srcs = kernel_sources()
-    print(f"{len(srcs)} distinct kernels, {sum(map(len, srcs)) // len(srcs)} characters each on average")
+    print(f"{len(srcs)} distinct kernels, {sum(map(len, srcs)) // len(srcs)} characters each "
+          "on average")
     for exe in argv:
+        lib = str(Path(exe).resolve().parent.parent / "lib")
         version = subprocess.run([exe, "--version"], capture_output=True, text=True,
-                                 env={**os.environ, "LD_LIBRARY_PATH": str(
-                                     Path(exe).resolve().parent.parent / "lib")}).stdout.splitlines()
+                                 env={**os.environ, "LD_LIBRARY_PATH": lib}).stdout.splitlines()
         wall, cpu = time_compiler(exe, srcs)
         print(f"{wall * 1e3:7.1f} ms wall {cpu * 1e3:7.1f} ms CPU per kernel  {exe}  "
               f"({version[0] if version else '?'})")

@@ -44,34 +44,18 @@ def loop_ms(call, finish, k):
 ROUNDS = 7
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--quick", action="store_true", help="small sizes, few calls (llvmpipe)")
-    args = ap.parse_args(argv)
-    import moderngl
-    import pyfftgl
+def texture_rows(ctx, sizes, k, torch, quick):
+    """TextureFFT.forward / convolve per size against torch's fft2 of the same fields."""
     import pyfftgl.gl
-    from demos.ocean.gpu import OceanGPU
     from pyfftgl.bench.timing import warm_up
-    from demos.ocean.physics import Ocean, OceanParams
-
-    torch = torch_or_none()
-    ctx = moderngl.create_standalone_context(require=430, backend="egl")
-    k = 3 if args.quick else 200
-    out = {"gl": ctx.info["GL_RENDERER"], "torch": torch.cuda.get_device_name() if torch else None,
-           "k": k, "texture": [], "ocean": [], "numpy": []}
     tsync = torch.cuda.synchronize if torch else None
-    print(f"GL: {out['gl']}; torch: {out['torch']}; K = {k}; ms per call")
-
-    sizes = [(64, 96), (128, 128)] if args.quick else [(720, 1280), (1024, 1024), (1080, 1920),
-                                                       (2048, 2048)]
+    rows = []
     for i, (h, w) in enumerate(sizes):
         fft = pyfftgl.gl.TextureFFT(ctx, (h, w))
         a = np.random.default_rng(0).standard_normal((h, w, 4)).astype(np.float32)
         src = ctx.texture((w, h), 4, a.tobytes(), dtype="f4")
         dst = ctx.texture((w, h), 4, dtype="f4")
-        if i == 0 and not args.quick:
+        if i == 0 and not quick:
             warm_up(lambda: fft.forward(src, dst), ctx.finish, 1.0)
         one = ctx.texture((w, h), 2, a[..., :2].tobytes(), dtype="f4")
         one_dst = ctx.texture((w, h), 2, dtype="f4")
@@ -87,14 +71,22 @@ def main(argv=None):
             row["torch_fft2_ms"] = loop_ms(lambda: torch.fft.fft2(x), tsync, k)
             row["torch_conv_ms"] = loop_ms(lambda: torch.fft.ifft2(torch.fft.fft2(x) * kk),
                                            tsync, k)
-        out["texture"].append(row)
+        rows.append(row)
         print("texture", row)
         fft.close()
         for t in (src, dst, one, one_dst):
             t.release()
+    return rows
 
+
+def ocean_rows(ctx, sizes, k, torch, out):
+    """The ocean's inverse FFTs per frame (1 and 4 cascades) against torch's batched ifft2."""
+    from demos.ocean.gpu import OceanGPU
+    from demos.ocean.physics import Ocean, OceanParams
+    tsync = torch.cuda.synchronize if torch else None
     patches = OceanParams().patch_sizes
-    for n in ([64] if args.quick else [512, 1024]):
+    rows = []
+    for n in sizes:
         for cascades in (1, 4):
             sim = OceanGPU(ctx, Ocean(OceanParams(size=n, patch_sizes=patches[:cascades])))
             sim.build_spectra(1.0)
@@ -107,12 +99,16 @@ def main(argv=None):
                 x = torch.randn(4 * cascades, n, n, dtype=torch.complex64, device="cuda")
                 row["torch_ifft2_ms"] = loop_ms(lambda: torch.fft.ifft2(x, norm="forward"),
                                                 tsync, k)
-            out["ocean"].append(row)
+            rows.append(row)
             print("ocean", row)
             sim.release()
+    return rows
 
-    cases = ([("fft2", (256, 256)), ("fft", (64, 256))] if args.quick else
-             [("fft2", (2048, 2048)), ("fft2", (4096, 4096)), ("fft", (16384, 4096))])
+
+def numpy_rows(cases, torch):
+    """numpy-in, numpy-out calls on GL, Vulkan and torch in turn, ROUNDS rounds (min, median)."""
+    import pyfftgl
+    rows = []
     for kind, shape in cases:
         x = (np.random.default_rng(2).standard_normal(shape)
              + 1j * np.random.default_rng(3).standard_normal(shape)).astype(np.complex64)
@@ -122,7 +118,7 @@ def main(argv=None):
         if torch:
             calls["torch"] = lambda: g(torch.from_numpy(x).cuda()).cpu().numpy()
         times = {name: [] for name in calls}
-        for name, call in calls.items():  # plans, first uses
+        for call in calls.values():  # plans, first uses
             call()
         for _ in range(ROUNDS):
             for name, call in calls.items():
@@ -131,8 +127,32 @@ def main(argv=None):
                 times[name].append(1e3 * (time.perf_counter() - t0))
         for name, ts in times.items():
             row[f"{name}_ms"], row[f"{name}_median_ms"] = min(ts), float(np.median(ts))
-        out["numpy"].append(row)
+        rows.append(row)
         print("numpy", row)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--quick", action="store_true", help="small sizes, few calls (llvmpipe)")
+    args = ap.parse_args(argv)
+    import moderngl
+
+    torch = torch_or_none()
+    ctx = moderngl.create_standalone_context(require=430, backend="egl")
+    k = 3 if args.quick else 200
+    out = {"gl": ctx.info["GL_RENDERER"], "torch": torch.cuda.get_device_name() if torch else None,
+           "k": k, "texture": [], "ocean": [], "numpy": []}
+    print(f"GL: {out['gl']}; torch: {out['torch']}; K = {k}; ms per call")
+
+    sizes = [(64, 96), (128, 128)] if args.quick else [(720, 1280), (1024, 1024), (1080, 1920),
+                                                       (2048, 2048)]
+    out["texture"] = texture_rows(ctx, sizes, k, torch, args.quick)
+    out["ocean"] = ocean_rows(ctx, [64] if args.quick else [512, 1024], k, torch, out)
+    cases = ([("fft2", (256, 256)), ("fft", (64, 256))] if args.quick else
+             [("fft2", (2048, 2048)), ("fft2", (4096, 4096)), ("fft", (16384, 4096))])
+    out["numpy"] = numpy_rows(cases, torch)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)

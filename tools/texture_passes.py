@@ -25,9 +25,9 @@ def shape_of(p) -> str:
 
 
 def timed_ms(device, dispatches, repeat, reps=5):
-    from pyfftgl.bench.timing import best_of, _warm
+    from pyfftgl.bench.timing import best_of, warm_up
     sub = device.record(dispatches * repeat)
-    _warm(device, sub, 0.1)
+    warm_up(sub.run, device.finish, 0.1)
     return best_of(lambda: sub.run(timed=True), reps) / 1e6 / repeat
 
 
@@ -62,7 +62,8 @@ def main(argv=None):
             res = {"in": GLImage(src), "out": GLImage(dst)}
             per = [timed_ms(fft.device, ds, repeat) for ds in plan.dispatches(res)]
             whole = timed_ms(fft.device, plan.flat_dispatches(res), repeat)
-            print(f"{w}x{h} texture intermediate={inter}: loop {loop:.4f} (convolve {conv:.4f}) GPU {whole:.4f} = "
+            print(f"{w}x{h} texture intermediate={inter}: loop {loop:.4f} "
+                  f"(convolve {conv:.4f}) GPU {whole:.4f} = "
                   + " + ".join(f"{t:.4f}" for t in per))
             for p in plan.passes:
                 print("   ", shape_of(p))

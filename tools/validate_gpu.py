@@ -29,7 +29,8 @@ END = "pyfftgl-validate-gpu-end\n"
 def layer_settings(log) -> str:
     """vk_layer_settings.txt: synchronization validation, every error (no duplicate limit)
     logged to `log`."""
-    return ("khronos_validation.enables = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT\n"
+    return ("khronos_validation.enables = "
+            "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT\n"
             "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
             f"khronos_validation.log_filename = {log}\n"
             "khronos_validation.report_flags = error\n"

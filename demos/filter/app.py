@@ -127,7 +127,7 @@ class Demo:
         self.renderer = FilterRenderer(ctx, shape, half)
         self.which, self.t, self.paused, self.sparkles = 0, 0.0, paused, sparkles
         self.renderer.set_input(pictures[0][1])
-        self.font = images._font(15)
+        self.font = images.font(15)
         self.frame_ms, self.caption_at, self.help_line = None, -1.0, help_line
         self.caption_shown = None  # the lines on the caption texture
         self.device = ctx.info["GL_RENDERER"]
@@ -197,10 +197,57 @@ def run_headless(args, shape, pictures, controls):
     return 0
 
 
+def install_controls(window, demo, controls, shape, state):
+    """The keyboard, scroll and mouse callbacks: filter keys, parameter steps, drag, save."""
+    import glfw
+    from .render import fit_rect
+
+    def on_key(win, key, scancode, action, mods):
+        if action not in (glfw.PRESS, glfw.REPEAT):
+            return
+        if glfw.KEY_1 <= key <= glfw.KEY_6 and action == glfw.PRESS:
+            controls.choose(ORDER[key - glfw.KEY_1])
+        steps = {glfw.KEY_RIGHT: (0, 1), glfw.KEY_LEFT: (0, -1),
+                 glfw.KEY_UP: (1, 1), glfw.KEY_DOWN: (1, -1)}
+        if key in steps:
+            controls.adjust(*steps[key])
+        if action != glfw.PRESS:
+            return
+        if key == glfw.KEY_SPACE:
+            demo.paused = not demo.paused
+        elif key == glfw.KEY_S:
+            state["save"] = time.strftime("filter-%Y%m%d-%H%M%S.png")
+        elif key == glfw.KEY_R:
+            controls.reset()
+        elif key == glfw.KEY_I:
+            demo.next_input()
+        elif key == glfw.KEY_ESCAPE:
+            glfw.set_window_should_close(win, True)
+
+    def on_scroll(win, dx, dy):
+        controls.adjust(2, int(round(dy)) or int(math.copysign(1, dy)) if dy else 0)
+
+    def on_button(win, button, action, mods):
+        if button == glfw.MOUSE_BUTTON_LEFT:
+            state["press"] = glfw.get_cursor_pos(win) if action == glfw.PRESS else None
+
+    def on_move(win, x, y):
+        if state["press"] is not None:
+            ww, wh = glfw.get_window_size(win)
+            view = fit_rect(0, 0, ww // 2, wh, shape[1] / shape[0])
+            scale = shape[1] / view[2]  # picture pixels per window pixel
+            controls.drag((x - state["press"][0]) * scale, (y - state["press"][1]) * scale)
+
+    glfw.set_key_callback(window, on_key)
+    glfw.set_scroll_callback(window, on_scroll)
+    glfw.set_mouse_button_callback(window, on_button)
+    glfw.set_cursor_pos_callback(window, on_move)
+
+
 def run_window(args, shape, pictures, controls):
     import glfw
     import moderngl
-    from .render import fit_rect, screenshot
+    from .render import screenshot
     if not glfw.init():
         print("GLFW cannot open a display here; try --headless", file=sys.stderr)
         return 2
@@ -219,47 +266,7 @@ def run_window(args, shape, pictures, controls):
         demo = Demo(ctx, shape, pictures, controls, args.sparkles, args.paused, help_line=True,
                     half=args.half)
         state = {"save": None, "press": None}
-
-        def on_key(win, key, scancode, action, mods):
-            if action not in (glfw.PRESS, glfw.REPEAT):
-                return
-            if glfw.KEY_1 <= key <= glfw.KEY_6 and action == glfw.PRESS:
-                controls.choose(ORDER[key - glfw.KEY_1])
-            steps = {glfw.KEY_RIGHT: (0, 1), glfw.KEY_LEFT: (0, -1),
-                     glfw.KEY_UP: (1, 1), glfw.KEY_DOWN: (1, -1)}
-            if key in steps:
-                controls.adjust(*steps[key])
-            if action != glfw.PRESS:
-                return
-            if key == glfw.KEY_SPACE:
-                demo.paused = not demo.paused
-            elif key == glfw.KEY_S:
-                state["save"] = time.strftime("filter-%Y%m%d-%H%M%S.png")
-            elif key == glfw.KEY_R:
-                controls.reset()
-            elif key == glfw.KEY_I:
-                demo.next_input()
-            elif key == glfw.KEY_ESCAPE:
-                glfw.set_window_should_close(win, True)
-
-        def on_scroll(win, dx, dy):
-            controls.adjust(2, int(round(dy)) or int(math.copysign(1, dy)) if dy else 0)
-
-        def on_button(win, button, action, mods):
-            if button == glfw.MOUSE_BUTTON_LEFT:
-                state["press"] = glfw.get_cursor_pos(win) if action == glfw.PRESS else None
-
-        def on_move(win, x, y):
-            if state["press"] is not None:
-                ww, wh = glfw.get_window_size(win)
-                view = fit_rect(0, 0, ww // 2, wh, shape[1] / shape[0])
-                scale = shape[1] / view[2]  # picture pixels per window pixel
-                controls.drag((x - state["press"][0]) * scale, (y - state["press"][1]) * scale)
-
-        glfw.set_key_callback(window, on_key)
-        glfw.set_scroll_callback(window, on_scroll)
-        glfw.set_mouse_button_callback(window, on_button)
-        glfw.set_cursor_pos_callback(window, on_move)
+        install_controls(window, demo, controls, shape, state)
         start = last = time.perf_counter()
         frames, title_at = 0, 0.0
         more = lambda: args.frames is None or frames < args.frames  # noqa: E731

@@ -49,7 +49,8 @@ def load(path) -> np.ndarray:
         return np.asarray(im.convert("RGBA"), np.float32) / 255.0
 
 
-def _font(size):
+def font(size):
+    """Pillow's default font at `size` pixels (its small bitmap font on Pillow < 10.1)."""
     try:
         return ImageFont.load_default(size=size)
     except TypeError:  # Pillow < 10.1 has only the small bitmap font
@@ -105,8 +106,8 @@ def test_pattern(shape, seed=3) -> np.ndarray:
 
     text = Image.new("L", (w, h), 0)
     draw = ImageDraw.Draw(text)
-    draw.text((0.05 * w, 0.60 * h), "pyfftgl", fill=255, font=_font(max(8, int(0.09 * s))))
-    small = _font(max(8, int(0.028 * s)))
+    draw.text((0.05 * w, 0.60 * h), "pyfftgl", fill=255, font=font(max(8, int(0.09 * s))))
+    small = font(max(8, int(0.028 * s)))
     lines = ["FFT filters on textures:", "band-pass, blur, sharpen,", "motion blur and bloom.",
              "The quick brown fox jumps", "over the lazy dog 0123456789"]
     for i, line in enumerate(lines):

@@ -97,7 +97,7 @@ def _torch_ms(n, batch, reps):
 
 
 def run_bench(args):
-    from .__main__ import OceanApp, offscreen, params_from
+    from .app import OceanApp, offscreen, params_from
 
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
     soft = _software(ctx)
@@ -152,9 +152,9 @@ def run_bench(args):
         frame()
     app.sim.stage = lambda name: contextlib.nullcontext()
     per = {k: v / frames for k, v in stages.ms.items()}
-    print(f"stages of a 1920x1080 frame ({'wall clock around finish()' if soft else 'GL time query'}"
-          f" each, ms): " + ", ".join(f"{k} {v:.3f}" for k, v in per.items())
-          + f"; sum {sum(per.values()):.3f}")
+    how = 'wall clock around finish()' if soft else 'GL time query'
+    print(f"stages of a 1920x1080 frame ({how} each, ms): "
+          + ", ".join(f"{k} {v:.3f}" for k, v in per.items()) + f"; sum {sum(per.values()):.3f}")
     results["stages"] = per
     app.release()
     if getattr(args, "json", None):

@@ -81,7 +81,8 @@ def table(records: list[dict]) -> str:
             f"| {f(cu)} | {f(vk and cu and vk['gpu_ms'] / cu, '{:.2f}x')} "
             f"| {f(vk and gl and gl['gpu_ms'] / vk['gpu_ms'], '{:.2f}x')} "
             f"| {f(vk and vk['pct_copy'], '{:.0f}%')} "
-            f"| {f(vk and vk['host_ms'] * 1e3, '{:.0f}')} / {f(gl and gl['host_ms'] * 1e3, '{:.0f}')} |")
+            f"| {f(vk and vk['host_ms'] * 1e3, '{:.0f}')} "
+            f"/ {f(gl and gl['host_ms'] * 1e3, '{:.0f}')} |")
     return "\n".join(rows)
 
 
@@ -97,5 +98,6 @@ def loop_table(records: list[dict]) -> str:
         if lp:
             rows.append(f"| {r['case']} | {r['backend']} | {lp['calls']} | {lp['us_per_call']:.1f} "
                         f"| {lp['gpu_us']:.1f} | {lp['vs_gpu']:.2f}x "
-                        f"| {f(lp['torch_us_per_call'], '{:.1f}')} | {f(lp['vs_torch'], '{:.2f}x')} |")
+                        f"| {f(lp['torch_us_per_call'], '{:.1f}')} "
+                        f"| {f(lp['vs_torch'], '{:.2f}x')} |")
     return "\n".join(rows)

@@ -42,11 +42,12 @@ def references(case: Case, data: np.ndarray, reps: int, cpu: bool) -> dict:
     out: dict[str, float | str | None] = {}
     kw = _numpy_kw(case)
     if cpu:
-        out["numpy_ms"] = _wall_ms(lambda: getattr(np.fft, case.kind)(data, **kw), max(1, reps // 3))
+        out["numpy_ms"] = _wall_ms(lambda: getattr(np.fft, case.kind)(data, **kw),
+                                   max(1, reps // 3))
         try:
             import scipy.fft
-            out["scipy_ms"] = _wall_ms(lambda: getattr(scipy.fft, case.kind)(data, workers=-1, **kw),
-                                       max(1, reps // 3))
+            out["scipy_ms"] = _wall_ms(
+                lambda: getattr(scipy.fft, case.kind)(data, workers=-1, **kw), max(1, reps // 3))
         except ImportError:
             out["scipy_ms"] = None
     torch = _cuda_torch()

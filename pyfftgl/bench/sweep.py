@@ -10,7 +10,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import numpy as np
 
 from .. import wisdom
 from ..backends import BACKENDS, available
@@ -69,7 +68,8 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
     for name, device in available(backends, echo):
         bw = copy_gbps(device)
         floor = submission_floor_ms(device)
-        echo(f"{name}: {device.info.name}, copy {bw:.0f} GB/s, bare submit+wait {floor * 1e3:.1f} us")
+        echo(f"{name}: {device.info.name}, copy {bw:.0f} GB/s, "
+             f"bare submit+wait {floor * 1e3:.1f} us")
         for case in progress(cases, name):
             # Collect earlier cases' plans first: with many dropped plans' objects still alive,
             # the same Vulkan dispatches have measured slower.
@@ -85,9 +85,9 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
             complex_elems = data.size if data.dtype.kind == "c" else data.size // 2
             # each pass reads and writes every complex value once
             gbps = 2 * (16 if case.double else 8) * complex_elems * passes / (gpu * 1e-3) / 1e9
-            rec = dict(case=case.name, group=case.group, shape=list(case.shape), axes=list(case.axes),
-                       batch=case.batch, kind=case.kind, backend=name, gpu_ms=gpu, host_ms=host,
-                       sync_ms=sync, floor_ms=floor,
+            rec = dict(case=case.name, group=case.group, shape=list(case.shape),
+                       axes=list(case.axes), batch=case.batch, kind=case.kind, backend=name,
+                       gpu_ms=gpu, host_ms=host, sync_ms=sync, floor_ms=floor,
                        passes=passes, gflops=5 * case.n * math.log2(max(case.n, 2)) * case.batch
                        / (gpu * 1e-3) / 1e9, gbps=gbps, pct_copy=100 * gbps / bw, ref=ref,
                        copy_gbps=bw, device=device.info.name, driver=device.info.driver,
@@ -107,7 +107,8 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
                  f"(+wait {sync * 1e3:7.1f} us)  "
                  f"{gbps:7.0f} GB/s ({rec['pct_copy']:5.1f}% copy)"
                  + (f"  {gpu / cu:5.2f}x cuFFT" if cu else "")
-                 + (f"  passes {' + '.join(f'{t:.4f}' for t in rec['pass_ms'])} ms" if per_pass else "")
+                 + (f"  passes {' + '.join(f'{t:.4f}' for t in rec['pass_ms'])} ms"
+                    if per_pass else "")
                  + (f"  loop {lp['us_per_call']:.1f} us/call ({lp['vs_gpu']:.2f}x GPU"
                     + (f", {lp['vs_torch']:.2f}x torch)" if lp["vs_torch"] else ")") if lp else ""))
     if any("loop" in r for r in records):

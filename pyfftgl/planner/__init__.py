@@ -1,4 +1,5 @@
-"""Transform -> list of passes. Pure Python: no GPU, no backend imports (limits come from pyfftgl.limits).
+"""Transform -> list of passes. Pure Python: no GPU, no backend imports (limits come from
+pyfftgl.limits).
 
 The planner decides the factorisation of a length into radices, their order, the workgroup shape,
 and how many lines a submission may hold. Its parts:
@@ -9,16 +10,19 @@ and how many lines a submission may hold. Its parts:
   tables    the contents of the tables the passes name
   storage   buffers or images, precision, fields; emit(): each pass's preamble with its tables
   factors   the one-dispatch pass for a length, and how longer axes split (four-step, Bluestein)
+  spec      the plan record (TransformSpec, AxisView), norm scaling, buffer naming
+  axis      one axis' passes: one pass, a four-step chain, or Bluestein's convolution
+  fusion    real pack/unpack fused into FFT passes; row passes handing over in blocks
+  dispatch  chunk units per submission; a pass's workgroups split into dispatches
   compose   steps -> the passes of a transform (plan_steps, plan_c2c, plan_fft)
-  tuner     the shapes `pyfftgl bench --tune` times
-Every public name other modules use is importable from here (underscored helpers stay in their
-modules; tests reach them there).
+  candidates  the shapes `pyfftgl bench --tune` times
+Every public name other modules use is importable from here (underscored helpers stay private to
+their modules).
 """
 from .abi import (COMPLEX64_BYTES, FLOAT_BYTES, FOURSTEP_LO_LEN, MAX_WORKGROUP_INVOCATIONS,
                   PUSH_NAMES, REALFFT_GROUP)
-from .compose import (AxisView, TransformSpec, assign_buffers, dispatch_grids,
-                      groups_per_dispatch, norm_scale, plan_c2c, plan_fft, plan_steps,
-                      split_groups, tighter)
+from .compose import plan_c2c, plan_fft, plan_steps, tighter
+from .dispatch import dispatch_grids, groups_per_dispatch, split_groups
 from .factors import smooth_length, stockham_pass
 from .roots import unit_roots
 from .passes import Layout, RealPass, StockhamPass, float_literal, odd_radix_tables
@@ -31,4 +35,5 @@ from .rules import (AXIS_TILE_LINES, BLOCK_COLUMNS, BLOCK_ROW_LINES, FOURSTEP_ST
 from .storage import (IMAGE_FORMATS, Emitted, ImageFormat, Storage, element_limits, emit,
                       image_format, precision_of)
 from .tables import bluestein_chirp, bluestein_kernel, build_table, twiddle_table
-from .tuner import shape_candidates
+from .candidates import shape_candidates
+from .spec import AxisView, TransformSpec, assign_buffers, norm_scale

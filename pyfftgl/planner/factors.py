@@ -7,7 +7,7 @@ from __future__ import annotations
 from .abi import COMPLEX64_BYTES, FLOAT_BYTES
 from .passes import StockhamPass
 from .rules import (FOURSTEP_STRIDED_MAX, FOURSTEP_TILE_LINES, ROW_MIN_INVOCATIONS,
-                    SH_PAD, UNTILED_AXIS_STAGES, _workgroup, radices_for, register_cap,
+                    SH_PAD, UNTILED_AXIS_STAGES, workgroup, radices_for, register_cap,
                     tile_lines_for, tuned_shape)
 
 
@@ -21,7 +21,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
     halves: where the pass exchanges in halves (StockhamPass.sh_halves), size it by that
     footprint, which holds twice the lines. Only for the strided passes of a batched 1D
     four-step (its 1024-point first pass then takes 8-line line-fastest tiles) and contiguous
-    lines too long for one vec2 line (_line_pass): elsewhere it measured slower. Where even
+    lines too long for one vec2 line (line_pass): elsewhere it measured slower. Where even
     those lines' tiles do not fit, a pass strided at both ends may go line-fastest instead
     (untiled, see _untiled_fits).
     """
@@ -40,7 +40,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
         # row_lines of them with the default (or tuned) invocations per line, where that is a
         # workgroup of ROW_MIN_INVOCATIONS or more (shorter rows keep their shape), sized by
         # the halves they exchange in (2 x 2048 rgba32f rows on 48 KB).
-        threads = shape[0] if shape else _workgroup(n, radices, limits, None, pad)[0]
+        threads = shape[0] if shape else workgroup(n, radices, limits, None, pad)[0]
         if threads * limits.row_lines >= ROW_MIN_INVOCATIONS:
             shape = (threads, limits.row_lines)
             kw = dict(kw, rows_line_fastest=True)
@@ -54,7 +54,7 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
     fits = ((True, True),) * pad + ((False, True), (False, False))
     tries = [(pd, stagger, slot, u) for u in untiled for pd, stagger in fits for slot in slots]
     for pad, stagger, slot, u in tries:
-        threads, lines = _workgroup(n, radices, limits, tile_lines, pad, shape, stagger, slot)
+        threads, lines = workgroup(n, radices, limits, tile_lines, pad, shape, stagger, slot)
         p = StockhamPass(n, radices, threads, lines, inverse, scale, sh_pad=pad,
                          sh_stagger=stagger, untiled=u, slot_scale=limits.slot_scale, **kw)
         # halves' floats only where asked for: a vec2 footprint that does not fit otherwise
@@ -71,17 +71,17 @@ def stockham_pass(n: int, inverse: bool, scale: float, limits, *,
     return p
 
 
-def _line_pass(n: int, inverse: bool, scale: float, limits, **kw) -> StockhamPass | None:
+def line_pass(n: int, inverse: bool, scale: float, limits, **kw) -> StockhamPass | None:
     """stockham_pass for contiguous lines, sized by their vec2 footprint; else, where not even
     one line fits that way (6144 < n <= 12288 on 48 KB), by the halves' float one: one line in
     one pass instead of a two-pass four-step, which was faster for every length measured. Not
-    for Bluestein's convolution FFTs (_axis_factors)."""
+    for Bluestein's convolution FFTs (axis_factors)."""
     p = stockham_pass(n, inverse, scale, limits, **kw)
     return p if p is not None else stockham_pass(n, inverse, scale, limits, halves=True, **kw)
 
 
-def _tiled_pass(n: int, inverse: bool, scale: float, limits, tiles: tuple,
-                **kw) -> StockhamPass | None:
+def tiled_pass(n: int, inverse: bool, scale: float, limits, tiles: tuple,
+               **kw) -> StockhamPass | None:
     """stockham_pass with the first of `tiles` (lines per workgroup, widest first) that fits."""
     for t in tiles:
         p = stockham_pass(n, inverse, scale, limits, tile_lines=t, **kw)
@@ -90,15 +90,15 @@ def _tiled_pass(n: int, inverse: bool, scale: float, limits, tiles: tuple,
     return None
 
 
-def _fast_factors(n: int, limits, tiled: bool = False, halves: bool = True
+def fast_factors(n: int, limits, tiled: bool = False, halves: bool = True
                   ) -> list[int] | None:
     """n as 1 to 3 factors that each run as a one-dispatch pass, balanced; None if none.
 
     `tiled`: the single pass must move whole tiles of lines through shared memory (a strided axis).
-    `halves`: contiguous lines may take one pass where only one line in halves fits (_line_pass).
+    `halves`: contiguous lines may take one pass where only one line in halves fits (line_pass).
     """
     one = (stockham_pass(n, False, 1.0, limits, tile_lines=tile_lines_for(limits)) if tiled
-           else (_line_pass if halves else stockham_pass)(n, False, 1.0, limits))
+           else (line_pass if halves else stockham_pass)(n, False, 1.0, limits))
     if one is not None:
         return [n]
     if radices_for(n) is None:
@@ -110,7 +110,7 @@ def _fast_factors(n: int, limits, tiled: bool = False, halves: bool = True
         # Two factors that take FOURSTEP_TILE_LINES, if n has them; else two whose strided pass
         # fits only line-fastest (untiled), before three passes.
         powers = [1 << k for k in range(1, n.bit_length() - 1)]  # n's factors but 1 and n
-        best = (_balanced(n, [d for d in ok if _wide_tiles(d, limits)], triples=False)
+        best = (_balanced(n, [d for d in ok if wide_tiles(d, limits)], triples=False)
                 or _balanced(n, [d for d in powers if _untiled_fits(d, limits)], triples=False))
         if best:
             return _narrow_strided(best, limits)
@@ -118,20 +118,20 @@ def _fast_factors(n: int, limits, tiled: bool = False, halves: bool = True
 
 
 def _narrow_strided(factors: list[int], limits) -> list[int]:
-    """A balanced power-of-two split [contiguous, strided] (compose._chain's n1, n2) with factors
+    """A balanced power-of-two split [contiguous, strided] (axis.chain's n1, n2) with factors
     of 2 moved from the strided pass to the contiguous one while the strided factor is above
     FOURSTEP_STRIDED_MAX, its 8-line tiles fit and the contiguous pass still takes TILE_LINES
     lines in halves: a strided pass of 1024 points or more costs more than the contiguous pass
     gains (at or below 512 the balanced split was as fast or faster)."""
     c, s = factors
-    while (s > FOURSTEP_STRIDED_MAX and _wide_tiles(s // 2, limits)
+    while (s > FOURSTEP_STRIDED_MAX and wide_tiles(s // 2, limits)
            and stockham_pass(2 * c, False, 1.0, limits, tile_lines=tile_lines_for(limits),
                              halves=True, store_tiled=True) is not None):
         c, s = 2 * c, s // 2
     return [c, s]
 
 
-def _wide_tiles(n: int, limits) -> bool:
+def wide_tiles(n: int, limits) -> bool:
     """Whether a strided pass of length n in a batched 1D four-step takes FOURSTEP_TILE_LINES."""
     return n & (n - 1) == 0 and stockham_pass(
         n, False, 1.0, limits, tile_lines=FOURSTEP_TILE_LINES, halves=True) is not None
@@ -164,13 +164,13 @@ def _untiled_axis(n: int, inner: int, limits) -> bool:
     return p is not None and p.sh_stagger and len(p.radices) <= UNTILED_AXIS_STAGES
 
 
-def _axis_factors(n: int, inner: int, limits, conv: bool = False) -> list[int] | None:
-    """_fast_factors for a length-n axis of inner extent `inner`, in one pass where
+def axis_factors(n: int, inner: int, limits, conv: bool = False) -> list[int] | None:
+    """fast_factors for a length-n axis of inner extent `inner`, in one pass where
     _untiled_axis takes it (Bluestein's convolution FFTs along a strided axis too). `conv`:
-    Bluestein's convolution FFTs, whose contiguous lines do not take _line_pass's one line in
+    Bluestein's convolution FFTs, whose contiguous lines do not take line_pass's one line in
     halves (the chirp and the kernel's spectrum are multiplied in the same pass as the
     zero-padded load, and one pass was no faster there)."""
-    factors = _fast_factors(n, limits, inner > 1, halves=not conv)
+    factors = fast_factors(n, limits, inner > 1, halves=not conv)
     if factors is not None and len(factors) > 1 and _untiled_axis(n, inner, limits):
         return [n]
     return factors
@@ -206,7 +206,7 @@ def smooth_length(m: int, limits, tiled: bool = False) -> int:
         k = c
         while k < m:
             k *= 2
-        if _fast_factors(k, limits, tiled) is not None and (best is None or k < best):
+        if fast_factors(k, limits, tiled) is not None and (best is None or k < best):
             best = k
     if best is None:
         raise ValueError(f"no convolution length >= {m} fits this device")

@@ -11,8 +11,8 @@ from .records import TunedShape
 # (fewer stages = fewer trips through shared memory); the odd primes use a generic small DFT,
 # and their squares 9, 25, 49 two rounds of it in registers (one stage instead of two).
 RADICES = (2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 17, 19, 23, 25, 29, 31, 49)
-_ODD_PRIMES = (3, 5, 7, 11, 13, 17, 19, 23, 29, 31)
-_ODD_SQUARES = (9, 25, 49)
+ODD_PRIMES = (3, 5, 7, 11, 13, 17, 19, 23, 29, 31)
+ODD_SQUARES = (9, 25, 49)
 # Invocations per workgroup we aim for: enough to hide latency, small enough for every driver.
 TARGET_INVOCATIONS = 256
 # The smallest workgroup a texture's row pass takes Limits.row_lines lines in (four warps).
@@ -34,7 +34,7 @@ FOURSTEP_STRIDED_MAX = 512
 # A row pass followed by a column pass in one dispatch (the last two axes of an N-D transform)
 # hands over its rows in blocks of BLOCK_COLUMNS columns (Layout.blocked), written BLOCK_ROW_LINES
 # rows per workgroup: the column pass's strided reads become runs of its lines' width (128 bytes)
-# and the row pass writes runs of 64 bytes instead of whole rows. See compose._blocked_pair.
+# and the row pass writes runs of 64 bytes instead of whole rows. See fusion.blocked_pair.
 BLOCK_COLUMNS = 4
 BLOCK_ROW_LINES = 2
 # Complex values an invocation keeps in registers: aim for REGISTER_TARGET, never above MAX
@@ -43,7 +43,7 @@ BLOCK_ROW_LINES = 2
 REGISTER_TARGET = 32
 MAX_REGISTERS = 48
 # Long lines whose TARGET_INVOCATIONS invocations would each hold REGISTER_TARGET values or more
-# take more invocations, down to this many values each (see _workgroup).
+# take more invocations, down to this many values each (see workgroup).
 LONG_LINE_VALUES = 16
 # Pad shared memory against bank conflicts unless a tuned entry says otherwise.
 SH_PAD = False
@@ -84,13 +84,13 @@ def radices_for(n: int) -> tuple[int, ...] | None:
     if n < 1:
         raise ValueError(f"length must be >= 1, got {n}")
     factors = prime_factors(n)
-    if any(p not in (2,) + _ODD_PRIMES for p in factors):
+    if any(p not in (2,) + ODD_PRIMES for p in factors):
         return None
     v = n / TARGET_INVOCATIONS
     b = 4 if v >= 16 else 3 if v >= 6 else 2
     threes = factors.get(3, 0)
     odd = ([3] * threes if b == 2 else [3] * (threes % 2) + [9] * (threes // 2))
-    odd += [p for p in _ODD_PRIMES[1:] for _ in range(factors.get(p, 0))]
+    odd += [p for p in ODD_PRIMES[1:] for _ in range(factors.get(p, 0))]
     k = factors.get(2, 0)
     if k == 0:
         two: list[int] = []
@@ -111,7 +111,7 @@ def register_cap(radices) -> int:
     return max(MAX_REGISTERS, max(radices, default=1))
 
 
-def _registers(n: int, radices, threads: int) -> int:
+def stage_registers(n: int, radices, threads: int) -> int:
     """The most complex values an invocation holds in one stage: a radix-r stage gives each of
     `threads` invocations ceil(n / r / threads) butterflies of r values."""
     return max((-(-(n // r) // threads) * r for r in radices), default=1)
@@ -151,7 +151,7 @@ def tuned_shape(n: int, limits, tiled: bool = False) -> TunedShape | None:
     return None
 
 
-def _workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
+def workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
               tuned: tuple | None = None, stagger: bool = True,
               slot_bytes: int = COMPLEX64_BYTES) -> tuple[int, int]:
     """(threads per line, lines per workgroup) for a line of length n; `tuned` = (threads,
@@ -166,13 +166,13 @@ def _workgroup(n: int, radices, limits, lines_wanted: int | None, pad: bool,
         # Small radices after a large one leave each invocation many butterflies in registers
         # sized for the large radix; more invocations keep that under REGISTER_TARGET values.
         while (threads < min(TARGET_INVOCATIONS, cap)
-               and _registers(n, radices, threads) > REGISTER_TARGET):
+               and stage_registers(n, radices, threads) > REGISTER_TARGET):
             threads = min(cap, threads * 2)
         # Lines too long for that many (8192 points and up on 48 KB) take more still: their
         # registers, not shared memory, limit the workgroups an SM holds (performance-log).
         if (threads >= min(TARGET_INVOCATIONS, cap)
-                and _registers(n, radices, threads) >= REGISTER_TARGET):
-            while (threads < cap and _registers(n, radices, threads)
+                and stage_registers(n, radices, threads) >= REGISTER_TARGET):
+            while (threads < cap and stage_registers(n, radices, threads)
                    > max(LONG_LINE_VALUES, rmax)):
                 threads = min(cap, threads * 2)
     if lines_wanted is not None:
@@ -275,7 +275,7 @@ def uses_shared(stages: int, tiles_in_shared_: bool, real_unpack: int,
 def pass_registers(n: int, radices, threads: int, unpack_in_registers_: bool) -> int:
     """Complex values an invocation holds in a stage, at most (REGS in the kernel). The last
     stage of a fused real unpack from registers takes its butterflies in pairs."""
-    regs = _registers(n, radices, threads)
+    regs = stage_registers(n, radices, threads)
     if unpack_in_registers_:
         r = radices[-1]
         regs = max(regs, 2 * r * -(-((n // r + 1) // 2) // threads))
