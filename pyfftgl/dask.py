@@ -35,7 +35,6 @@ LocalCluster's `env=` gives every worker the same environment.
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 
@@ -47,6 +46,7 @@ except ImportError as e:  # the extra is optional; say how to get it
 
 from . import _api
 from . import backends as _backends
+from . import dask_pencil
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn"]
@@ -62,17 +62,6 @@ def _backend_name(backend):
     return backend
 
 
-# pyfftgl's devices and caches are not made for concurrent calls, and one GPU runs one block at a
-# time anyway: blocks of one process (dask's threaded scheduler, a worker of several threads) queue.
-_lock = threading.Lock()
-
-
-def _block(a, *args, name, backend):
-    """One block's transform on this process's device: the task that dask runs."""
-    with _lock:
-        return getattr(_api, name)(a, *args, backend=backend)
-
-
 def _out_dtype(func, dtype, naxes: int, norm) -> np.dtype:
     """func's output dtype for `dtype` input over `naxes` axes, with pyfftgl's own checks (dtype,
     norm): an empty batch of naxes-D lines is returned without any device work."""
@@ -82,9 +71,11 @@ def _out_dtype(func, dtype, naxes: int, norm) -> np.dtype:
     return func(sample, axes=tuple(range(1, naxes + 1)), norm=norm).dtype
 
 
-def _transform(name, a, size, axes, norm, backend):
-    """dask's fft_wrap of pyfftgl's `name` with its backend bound and its dtype known; `size`
-    and `axes` are (n, axis) for the one-axis functions, else (s, axes)."""
+def _transform(name, a, size, axes, norm, backend, **chunked):
+    """dask's fft_wrap of pyfftgl's `name` with its backend bound and its dtype known where the
+    transformed axes are whole, else dask_pencil's slab/pencil stages (`chunked`: their
+    out_chunks, decomposition, max_block_bytes); `size` and `axes` are (n, axis) for the
+    one-axis functions, else (s, axes)."""
     a = _da.asarray(a)
     func = getattr(_api, name)
     if name in _ONE_AXIS:
@@ -96,14 +87,22 @@ def _transform(name, a, size, axes, norm, backend):
     else:
         naxes = a.ndim if size is None else len(size)
     dtype = _out_dtype(func, a.dtype, naxes, norm)
-    block = functools.partial(_block, name=name, backend=_backend_name(backend))
+    backend = _backend_name(backend)
+    whole_axes, target = dask_pencil.resolve_axes(name, a.shape, size, axes)
+    if any(len(a.chunks[ax]) > 1 for ax in whole_axes):
+        return dask_pencil.transform(a, name, whole_axes, target, norm, backend, dtype, **chunked)
+    block = functools.partial(dask_pencil.transform_block, name=name, backend=backend)
     block.__name__ = name  # fft_wrap names its result after the function
-    return fft_wrap(block, kind=name, dtype=dtype)(a, size, axes, norm)
+    y = fft_wrap(block, kind=name, dtype=dtype)(a, size, axes, norm)
+    out_chunks = chunked.get("out_chunks")
+    return y if out_chunks is None or isinstance(out_chunks, str) else y.rechunk(out_chunks)
 
 
 def _one_axis(name):
-    def transform(a, n=None, axis=None, norm=None, *, backend=None):
-        return _transform(name, a, n, axis, norm, backend)
+    def transform(a, n=None, axis=-1, norm=None, *, backend=None, out_chunks=None,
+                  max_block_bytes=None):
+        return _transform(name, a, n, axis, norm, backend, out_chunks=out_chunks,
+                          max_block_bytes=max_block_bytes)
     transform.__name__ = transform.__qualname__ = name
     transform.__doc__ = (f"pyfftgl.{name} over a dask array whose `axis` is one chunk: "
                          f"numpy.fft.{name}'s arguments, plus `backend` (a name).")
@@ -111,8 +110,10 @@ def _one_axis(name):
 
 
 def _many_axes(name):
-    def transform(a, s=None, axes=None, norm=None, *, backend=None):
-        return _transform(name, a, s, axes, norm, backend)
+    def transform(a, s=None, axes=None, norm=None, *, backend=None, out_chunks=None,
+                  decomposition="auto", max_block_bytes=None):
+        return _transform(name, a, s, axes, norm, backend, out_chunks=out_chunks,
+                          decomposition=decomposition, max_block_bytes=max_block_bytes)
     transform.__name__ = transform.__qualname__ = name
     transform.__doc__ = (f"pyfftgl.{name} over a dask array whose transformed axes are one chunk "
                          f"each: numpy.fft.{name}'s arguments, plus `backend` (a name).")
