@@ -86,7 +86,7 @@ class Planner:
             self.chunks[a] = (self.shape[a],)
         movable = [a for a in self.axes if a not in (self.first, self.last)]
         chosen = movable[-d:] if self.inverse else movable[:d]
-        if len(chosen) < d:
+        if len(chosen) < d or d >= len(self.axes):
             raise ValueError(f"a {'pencil' if d == 2 else 'slab'} decomposition needs "
                              f"{d + 1} transformed axes, there are {len(self.axes)}")
         counts = [blocks] if d == 1 else [math.ceil(math.sqrt(blocks))] * 2
@@ -98,14 +98,16 @@ class Planner:
     def move(self, p, todo, done) -> None:
         """Make axis p whole, its chunk count going to the first axis that can take it: a
         transformed axis not split, then a pending one not split, then another split pending
-        one (merged), then the largest batch axis."""
+        one (merged), then a batch axis (the longest first), then irfftn's real axis (split
+        again later)."""
         def free(a):  # rfftn's real axis is kept whole until its stage
-            return (not self.split(a) and self.shape[a] > 1 and a != p
-                    and not (a == self.first and a in todo))
+            return (self.shape[a] > 1 and a != p and not (a == self.first and a in todo))
         batch = sorted((a for a in range(len(self.shape)) if a not in self.axes and free(a)),
-                       key=lambda a: -self.shape[a])
-        order = ([a for a in done if free(a)] + [a for a in todo if free(a) and a != self.last]
-                 + [a for a in todo if a != p and self.split(a)] + batch)
+                       key=lambda a: (self.split(a), -self.shape[a]))
+        order = ([a for a in done if free(a) and not self.split(a)]
+                 + [a for a in todo if free(a) and not self.split(a) and a != self.last]
+                 + [a for a in todo if a != p and self.split(a)] + batch
+                 + [a for a in todo if free(a) and a == self.last])
         if not order:
             raise ValueError(
                 f"axis {p} (length {self.shape[p]}, {len(self.chunks[p])} chunks) cannot be "
