@@ -74,21 +74,20 @@ def test_pencil_and_slab_match_numpy(client):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-@pytest.mark.parametrize("decomposition", ["auto", "slab", "pencil"])
+@pytest.mark.parametrize("decomposition", ["slab", "pencil"])
 def test_every_transform_and_layout(client, dtype, decomposition):
     host = random_complex(SHAPE, seed=3).astype(dtype)
     cases = []
     for name in ("fftn", "ifftn", "rfftn", "irfftn"):
         h = host.real.copy() if name == "rfftn" else host
-        for chunks in (CHUNKS, (4, 3, 2), (5, 10, 9)):
-            cases.append((name, h, chunks, {"decomposition": decomposition}))
+        cases.append((name, h, (4, 3, 2), {"decomposition": decomposition}))
         cases.append((name, h, (3, 4, 4), {"decomposition": decomposition, "norm": "forward",
-                                           "s": (11, 10, 6)}))
+                                           "s": (11, 10, 6), "axes": (0, 1, 2)}))
     if decomposition != "pencil":  # two transformed axes cannot be a pencil
         for name in ("fft2", "ifft2", "rfft2", "irfft2"):
-            h = host[0].real.copy() if name == "rfft2" else host[0]
-            cases.append((name, h, (3, 4), {"decomposition": decomposition}))
-            cases.append((name, host, (2, 5, 4), {"axes": (0, 2), "s": (7, 8),
+            h = host.real.copy() if name == "rfft2" else host
+            cases.append((name, h[0], (3, 4), {"decomposition": decomposition}))
+            cases.append((name, h, (2, 5, 4), {"axes": (0, 2), "s": (7, 8),
                                                   "decomposition": decomposition}))
     _check(client, cases)
 
