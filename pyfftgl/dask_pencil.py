@@ -25,6 +25,7 @@ import dask.array as da
 from . import _api
 
 DECOMPOSITIONS = ("auto", "slab", "pencil")
+ONE_AXIS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
 # An explicit per-block byte limit for every stage, when the caller does not pass max_block_bytes.
 BLOCK_BYTES_ENV = "PYFFTGL_DASK_MAX_BLOCK_BYTES"
 
@@ -174,8 +175,7 @@ def resolve_axes(name, shape, size, axes) -> tuple[tuple, dict]:
     """numpy's axes and lengths of transform `name` (`size` and `axes` are n and axis for the
     one-axis functions): the axes in order, and each one's n/s (irfft's default 2*(m-1))."""
     ndim = len(shape)
-    one_axis = name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
-    if one_axis:
+    if name in ONE_AXIS:
         axes, size = (-1 if axes is None else axes,), (None if size is None else (size,))
     elif axes is None:
         axes = (-2, -1) if name.endswith("2") else tuple(range(ndim - len(size), ndim)) \
@@ -250,6 +250,35 @@ def plan_transform(x, name, axes, target, *, decomposition="auto", inverse=False
     return planner
 
 
+def stages(x, name, axes, target, *, decomposition="auto"):
+    """The stages of transform `name` of x: (chunks, axes, pyfftgl function, output dtype's
+    kind: "complex" or "final") for each, in order."""
+    inverse = name in ("ifft", "ifftn", "ifft2", "irfft", "irfftn", "irfft2", "hfft")
+    planner = plan_transform(x, name, axes, target, decomposition=decomposition, inverse=inverse)
+    names = [name] if name in ONE_AXIS else stage_names(name, len(planner.stages))
+    kinds = ["complex"] * (len(names) - 1) + ["final"]
+    return [(chunks, axes_t, n, k, planner.out_len)
+            for (chunks, axes_t), n, k in zip(planner.stages, names, kinds)]
+
+
+def apply_stage(y, stage, target, norm, backend, dtype, *, limit=None, index=0, method="tasks"):
+    """One stage over dask array y: the rechunk to its layout (where y has another), then its
+    pyfftgl call on each block. dtype: the result's; an earlier stage's is its complex type."""
+    chunks, axes_t, name, kind, out_len = stage
+    complex_dtype = np.result_type(dtype, np.complex64)
+    out_dtype = dtype if kind == "final" else complex_dtype
+    _check_block(chunks, max(np.dtype(out_dtype).itemsize, complex_dtype.itemsize), limit, index)
+    if tuple(chunks) != y.chunks:
+        y = y.rechunk(chunks, method=method)
+    new = list(chunks)
+    for a in axes_t:
+        new[a] = (out_len[a],)
+    kwargs = _stage_call(name, axes_t, target, norm, name in ONE_AXIS)
+    return y.map_blocks(functools.partial(transform_block, name=name, backend=backend, **kwargs),
+                        chunks=tuple(new), dtype=out_dtype,
+                        meta=np.empty((0,) * y.ndim, out_dtype), token=f"pyfftgl-{name}")
+
+
 def transform(x, name, axes, target, norm, backend, dtype, *, out_chunks=None,
               decomposition="auto", max_block_bytes=None):
     """pyfftgl's `name` over a dask array chunked along some of `axes`: the stages' graph.
@@ -257,27 +286,12 @@ def transform(x, name, axes, target, norm, backend, dtype, *, out_chunks=None,
     target: each transformed axis's n/s length; dtype: the result's (pyfftgl's rules); out_chunks:
     None for the input's chunks (an axis whose length changed keeps its chunk count),
     "transposed" for the final stage's layout, else chunks for dask's rechunk."""
-    inverse = name in ("ifft", "ifftn", "ifft2", "irfft", "irfftn", "irfft2", "hfft")
-    one_axis = name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
-    planner = plan_transform(x, name, axes, target, decomposition=decomposition, inverse=inverse)
-    names = [name] if one_axis else stage_names(name, len(planner.stages))
-    complex_dtype = np.result_type(dtype, np.complex64)
     limit, method = block_limit(max_block_bytes), rechunk_method()
-    in_chunks, y = x.chunks, x
-    for i, ((chunks, axes_t), stage_name) in enumerate(zip(planner.stages, names)):
-        out_dtype = dtype if i == len(names) - 1 else complex_dtype
-        _check_block(chunks, max(np.dtype(out_dtype).itemsize, complex_dtype.itemsize), limit, i)
-        if tuple(chunks) != y.chunks:
-            y = y.rechunk(chunks, method=method)
-        new = list(chunks)
-        for a in axes_t:
-            new[a] = (planner.out_len[a],)
-        kwargs = _stage_call(stage_name, axes_t, target, norm, one_axis)
-        y = y.map_blocks(functools.partial(transform_block, name=stage_name, backend=backend,
-                                           **kwargs),
-                         chunks=tuple(new), dtype=out_dtype,
-                         meta=np.empty((0,) * y.ndim, out_dtype), token=f"pyfftgl-{stage_name}")
-    return _out_layout(y, in_chunks, out_chunks, method)
+    y = x
+    for i, stage in enumerate(stages(x, name, axes, target, decomposition=decomposition)):
+        y = apply_stage(y, stage, target, norm, backend, dtype, limit=limit, index=i,
+                        method=method)
+    return _out_layout(y, x.chunks, out_chunks, method)
 
 
 def _out_layout(y, in_chunks, out_chunks, method):
