@@ -205,7 +205,7 @@ def run_case(client, side: int, workers: int, args) -> dict:
 
 def print_record(rec: dict, copy_gbps: float) -> None:
     gb = rec["bytes"] / 1e9
-    shuffle = (f"{rec["shuffle_gbps"]:.3g} GB/s per all-to-all ({rec['all_to_alls']}), host "
+    shuffle = (f"{rec['shuffle_gbps']:.3g} GB/s per all-to-all ({rec['all_to_alls']}), host "
                f"memcpy {copy_gbps:.1f} GB/s" if rec["shuffle_gbps"] else "no all-to-all")
     refs = ", ".join(f"{k[:-2]} {v:.3f} s" for k, v in rec.items()
                      if k in ("numpy_s", "scipy_s", "torch_s") and v is not None)
