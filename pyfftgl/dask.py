@@ -4,9 +4,10 @@
     x = da.random.random((1024, 256, 256), chunks=(64, -1, -1)).astype("float32")
     y = pyfftgl.dask.rfft2(x)           # lazy; y.compute() runs the blocks on the workers
 
-Each function is `dask.array.fft.fft_wrap` around the pyfftgl function of the same name, so the
-signatures and rules are dask's: the transformed axes must each be one chunk (else dask's
-ValueError; rechunk first), and every block is transformed by its own pyfftgl call. `backend=`
+Where the transformed axes are each one chunk, each function is `dask.array.fft.fft_wrap` around
+the pyfftgl function of the same name, and every block is transformed by its own pyfftgl call.
+Where some are chunked, pyfftgl.dask_pencil runs slab or pencil stages with an all-to-all rechunk
+between them (`out_chunks=`, `decomposition=`, `max_block_bytes=`; docs/dask.md). `backend=`
 picks the API on the workers ("vulkan", "gl" or "auto"; None means the client's set_backend choice,
 else "auto"); a Device object cannot travel to another process and is refused.
 
@@ -125,3 +126,39 @@ fft, ifft, rfft, irfft, hfft, ihfft = (_one_axis(n) for n in _ONE_AXIS)
 fft2, ifft2, rfft2, irfft2, fftn, ifftn, rfftn, irfftn = (
     _many_axes(n) for n in ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
                             "irfftn"))
+
+
+def fftconvolve(in1, in2, mode="full", axes=None, *, backend=None, max_block_bytes=None):
+    """scipy.signal.fftconvolve of two dask arrays of equal ndim, the convolved axes chunked as
+    you like: both spectra stay in the transposed layout (no all-to-all back), are multiplied,
+    and the inverse returns to in1's layout; lengths are exact sums (no fast-length padding)."""
+    in1, in2 = _da.asarray(in1), _da.asarray(in2)
+    if in1.ndim != in2.ndim:
+        raise ValueError("in1 and in2 should have the same dimensionality")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError("acceptable mode flags are 'valid', 'same', or 'full'")
+    axes = tuple(range(in1.ndim)) if axes is None else tuple(a % in1.ndim for a in
+                                                              np.atleast_1d(axes))
+    if any(in1.shape[a] != in2.shape[a] and 1 not in (in1.shape[a], in2.shape[a])
+           for a in range(in1.ndim) if a not in axes):
+        raise ValueError("incompatible shapes for in1 and in2: "
+                         f"{in1.shape} and {in2.shape}")
+    if mode == "valid" and any(in2.shape[a] > in1.shape[a] for a in axes):
+        in1, in2 = in2, in1  # scipy swaps, for one input at least as large in every axis
+    s = tuple(in1.shape[a] + in2.shape[a] - 1 for a in axes)
+    real = not (np.iscomplexobj(in1._meta) or np.iscomplexobj(in2._meta))
+    fwd, inv = (rfftn, irfftn) if real else (fftn, ifftn)
+    kw = {"axes": axes, "backend": backend, "max_block_bytes": max_block_bytes}
+    f1 = fwd(in1, s=s, out_chunks="transposed", **kw)
+    f2 = fwd(in2, s=s, out_chunks="transposed", **kw)
+    product = f1 * f2.rechunk(tuple(c1 if n1 == n2 else (n2,) for c1, n1, n2
+                                    in zip(f1.chunks, f1.shape, f2.shape)))
+    full = inv(product, s=s, out_chunks="transposed", **kw)
+    if mode == "full":
+        return full
+    want = [in1.shape[a] if mode == "same" else in1.shape[a] - in2.shape[a] + 1 for a in axes]
+    index = [slice(None)] * full.ndim
+    for a, n, w in zip(axes, s, want):
+        start = (n - w) // 2
+        index[a] = slice(start, start + w)
+    return full[tuple(index)]

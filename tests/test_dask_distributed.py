@@ -107,6 +107,25 @@ def test_transposed_layout_round_trip(client):
     assert_accurate(got, host.astype(np.float64), host.size)
 
 
+def test_fftconvolve_matches_scipy(client):
+    import scipy.signal
+    rng = np.random.default_rng(6)
+    image, kernel = rng.standard_normal((20, 17)), rng.standard_normal((5, 4))
+    cube = random_complex((9, 8, 6), seed=7).astype(np.complex128)
+    cases = [(image.astype(np.float32), (7, 17), kernel.astype(np.float32), {"mode": "same"}),
+             (image, (20, 6), kernel, {"mode": "valid"}),
+             (cube, (4, 3, 6), cube[:3, :2, :1], {"mode": "full", "axes": (0, 1)})]
+    ys = [pdf.fftconvolve(da.from_array(a, chunks=c), da.from_array(k, chunks=2),
+                          backend="vulkan", **kw) for a, c, k, kw in cases]
+    for got, (a, c, k, kw) in zip(client.compute(ys, sync=True), cases):
+        ref = scipy.signal.fftconvolve(a.astype(np.complex128 if a.dtype.kind == "c"
+                                                else np.float64), k, **kw)
+        assert got.shape == ref.shape and got.dtype == np.result_type(a.dtype, k.dtype)
+        assert_accurate(got, ref, a.size, 1e-5 if a.dtype.itemsize == 16 else 4.0)
+    with pytest.raises(ValueError, match="acceptable mode flags"):
+        pdf.fftconvolve(da.from_array(image), da.from_array(kernel), mode="middle")
+
+
 def test_bad_chunking_fails_when_built():
     x = da.from_array(random_complex(SHAPE), chunks=CHUNKS)
     with pytest.raises(ValueError, match="more than max_block_bytes=1000"):
