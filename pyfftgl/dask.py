@@ -4,9 +4,10 @@
     x = da.random.random((1024, 256, 256), chunks=(64, -1, -1)).astype("float32")
     y = pyfftgl.dask.rfft2(x)           # lazy; y.compute() runs the blocks on the workers
 
-Each function is `dask.array.fft.fft_wrap` around the pyfftgl function of the same name, so the
-signatures and rules are dask's: the transformed axes must each be one chunk (else dask's
-ValueError; rechunk first), and every block is transformed by its own pyfftgl call. `backend=`
+Where the transformed axes are each one chunk, each function is `dask.array.fft.fft_wrap` around
+the pyfftgl function of the same name, and every block is transformed by its own pyfftgl call.
+Where some are chunked, pyfftgl.dask_pencil runs slab or pencil stages with an all-to-all rechunk
+between them (`out_chunks=`, `decomposition=`, `max_block_bytes=`; docs/dask.md). `backend=`
 picks the API on the workers ("vulkan", "gl" or "auto"; None means the client's set_backend choice,
 else "auto"); a Device object cannot travel to another process and is refused.
 
@@ -35,7 +36,6 @@ LocalCluster's `env=` gives every worker the same environment.
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 
@@ -47,6 +47,7 @@ except ImportError as e:  # the extra is optional; say how to get it
 
 from . import _api
 from . import backends as _backends
+from . import dask_pencil
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn"]
@@ -62,17 +63,6 @@ def _backend_name(backend):
     return backend
 
 
-# pyfftgl's devices and caches are not made for concurrent calls, and one GPU runs one block at a
-# time anyway: blocks of one process (dask's threaded scheduler, a worker of several threads) queue.
-_lock = threading.Lock()
-
-
-def _block(a, *args, name, backend):
-    """One block's transform on this process's device: the task that dask runs."""
-    with _lock:
-        return getattr(_api, name)(a, *args, backend=backend)
-
-
 def _out_dtype(func, dtype, naxes: int, norm) -> np.dtype:
     """func's output dtype for `dtype` input over `naxes` axes, with pyfftgl's own checks (dtype,
     norm): an empty batch of naxes-D lines is returned without any device work."""
@@ -82,9 +72,11 @@ def _out_dtype(func, dtype, naxes: int, norm) -> np.dtype:
     return func(sample, axes=tuple(range(1, naxes + 1)), norm=norm).dtype
 
 
-def _transform(name, a, size, axes, norm, backend):
-    """dask's fft_wrap of pyfftgl's `name` with its backend bound and its dtype known; `size`
-    and `axes` are (n, axis) for the one-axis functions, else (s, axes)."""
+def _transform(name, a, size, axes, norm, backend, **chunked):
+    """dask's fft_wrap of pyfftgl's `name` with its backend bound and its dtype known where the
+    transformed axes are whole, else dask_pencil's slab/pencil stages (`chunked`: their
+    out_chunks, decomposition, max_block_bytes); `size` and `axes` are (n, axis) for the
+    one-axis functions, else (s, axes)."""
     a = _da.asarray(a)
     func = getattr(_api, name)
     if name in _ONE_AXIS:
@@ -96,14 +88,22 @@ def _transform(name, a, size, axes, norm, backend):
     else:
         naxes = a.ndim if size is None else len(size)
     dtype = _out_dtype(func, a.dtype, naxes, norm)
-    block = functools.partial(_block, name=name, backend=_backend_name(backend))
+    backend = _backend_name(backend)
+    whole_axes, target = dask_pencil.resolve_axes(name, a.shape, size, axes)
+    if any(len(a.chunks[ax]) > 1 for ax in whole_axes):
+        return dask_pencil.transform(a, name, whole_axes, target, norm, backend, dtype, **chunked)
+    block = functools.partial(dask_pencil.transform_block, name=name, backend=backend)
     block.__name__ = name  # fft_wrap names its result after the function
-    return fft_wrap(block, kind=name, dtype=dtype)(a, size, axes, norm)
+    y = fft_wrap(block, kind=name, dtype=dtype)(a, size, axes, norm)
+    out_chunks = chunked.get("out_chunks")
+    return y if out_chunks is None or isinstance(out_chunks, str) else y.rechunk(out_chunks)
 
 
 def _one_axis(name):
-    def transform(a, n=None, axis=None, norm=None, *, backend=None):
-        return _transform(name, a, n, axis, norm, backend)
+    def transform(a, n=None, axis=-1, norm=None, *, backend=None, out_chunks=None,
+                  max_block_bytes=None):
+        return _transform(name, a, n, axis, norm, backend, out_chunks=out_chunks,
+                          max_block_bytes=max_block_bytes)
     transform.__name__ = transform.__qualname__ = name
     transform.__doc__ = (f"pyfftgl.{name} over a dask array whose `axis` is one chunk: "
                          f"numpy.fft.{name}'s arguments, plus `backend` (a name).")
@@ -111,8 +111,10 @@ def _one_axis(name):
 
 
 def _many_axes(name):
-    def transform(a, s=None, axes=None, norm=None, *, backend=None):
-        return _transform(name, a, s, axes, norm, backend)
+    def transform(a, s=None, axes=None, norm=None, *, backend=None, out_chunks=None,
+                  decomposition="auto", max_block_bytes=None):
+        return _transform(name, a, s, axes, norm, backend, out_chunks=out_chunks,
+                          decomposition=decomposition, max_block_bytes=max_block_bytes)
     transform.__name__ = transform.__qualname__ = name
     transform.__doc__ = (f"pyfftgl.{name} over a dask array whose transformed axes are one chunk "
                          f"each: numpy.fft.{name}'s arguments, plus `backend` (a name).")
@@ -124,3 +126,39 @@ fft, ifft, rfft, irfft, hfft, ihfft = (_one_axis(n) for n in _ONE_AXIS)
 fft2, ifft2, rfft2, irfft2, fftn, ifftn, rfftn, irfftn = (
     _many_axes(n) for n in ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
                             "irfftn"))
+
+
+def fftconvolve(in1, in2, mode="full", axes=None, *, backend=None, max_block_bytes=None):
+    """scipy.signal.fftconvolve of two dask arrays of equal ndim, the convolved axes chunked as
+    you like: both spectra stay in the transposed layout (no all-to-all back), are multiplied,
+    and the inverse returns to in1's layout; lengths are exact sums (no fast-length padding)."""
+    in1, in2 = _da.asarray(in1), _da.asarray(in2)
+    if in1.ndim != in2.ndim:
+        raise ValueError("in1 and in2 should have the same dimensionality")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError("acceptable mode flags are 'valid', 'same', or 'full'")
+    axes = tuple(range(in1.ndim)) if axes is None else tuple(a % in1.ndim for a in
+                                                              np.atleast_1d(axes))
+    if any(in1.shape[a] != in2.shape[a] and 1 not in (in1.shape[a], in2.shape[a])
+           for a in range(in1.ndim) if a not in axes):
+        raise ValueError("incompatible shapes for in1 and in2: "
+                         f"{in1.shape} and {in2.shape}")
+    if mode == "valid" and any(in2.shape[a] > in1.shape[a] for a in axes):
+        in1, in2 = in2, in1  # scipy swaps, for one input at least as large in every axis
+    s = tuple(in1.shape[a] + in2.shape[a] - 1 for a in axes)
+    real = not (np.iscomplexobj(in1._meta) or np.iscomplexobj(in2._meta))
+    fwd, inv = (rfftn, irfftn) if real else (fftn, ifftn)
+    kw = {"axes": axes, "backend": backend, "max_block_bytes": max_block_bytes}
+    f1 = fwd(in1, s=s, out_chunks="transposed", **kw)
+    f2 = fwd(in2, s=s, out_chunks="transposed", **kw)
+    product = f1 * f2.rechunk(tuple(c1 if n1 == n2 else (n2,) for c1, n1, n2
+                                    in zip(f1.chunks, f1.shape, f2.shape)))
+    full = inv(product, s=s, out_chunks="transposed", **kw)
+    if mode == "full":
+        return full
+    want = [in1.shape[a] if mode == "same" else in1.shape[a] - in2.shape[a] + 1 for a in axes]
+    index = [slice(None)] * full.ndim
+    for a, n, w in zip(axes, s, want):
+        start = (n - w) // 2
+        index[a] = slice(start, start + w)
+    return full[tuple(index)]
