@@ -173,6 +173,17 @@ class TransformPlan(DevicePlan):
             self.nbytes += sum(b.nbytes for b in self._other_work.values())
         return self._other_work
 
+    def held_buffers(self) -> dict:
+        """The buffers and images the plan holds for its passes ("in", "out", "w0", ...), by
+        name; not its tables."""
+        with self.lock:
+            return dict(self._buffers)
+
+    def stats(self) -> dict:
+        """DevicePlan.stats(), and work_sets: the sets of work buffers device calls alternate
+        between (2 once a call used the second, ALTERNATE_MAX_BYTES)."""
+        return {**super().stats(), "work_sets": 1 + (self._other_work is not None)}
+
     def output_buffer(self):
         """A new device buffer of the plan's output size."""
         return self.device.buffer(self._sizes["out"], device_only=True)

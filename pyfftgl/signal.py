@@ -22,8 +22,7 @@ from ._realtransforms import _shape_and_axes
 from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .device_plan import DevicePlan, element_dispatches, run_once
-from .planner import Step, precision_of
-from .planner.elements import product_pass, window_passes
+from .planner import Step, precision_of, product_pass, window_passes
 from .plans import cached_steps_plan
 
 _MODES = ("full", "same", "valid")

@@ -8,6 +8,7 @@ and how many lines a submission may hold. Its parts:
   passes    the pass records (StockhamPass, RealPass, Layout) and their preamble
   tables    the contents of the tables the passes name
   storage   buffers or images, precision, fields; emit(): each pass's preamble with its tables
+  elements  element passes (one invocation per element: DCT/DST pre/post, windows, products)
   factors   the one-dispatch pass for a length, and how longer axes split (four-step, Bluestein)
   compose   steps -> the passes of a transform (plan_steps, plan_c2c, plan_fft)
   tuner     the shapes `pyfftgl bench --tune` times
@@ -19,6 +20,7 @@ from .abi import (COMPLEX64_BYTES, FLOAT_BYTES, FOURSTEP_LO_LEN, MAX_WORKGROUP_I
 from .compose import (AxisView, TransformSpec, assign_buffers, dispatch_grids,
                       groups_per_dispatch, norm_scale, plan_c2c, plan_fft, plan_steps,
                       split_groups, tighter)
+from .elements import ElementPass, local_size, product_pass, window_passes
 from .factors import smooth_length, stockham_pass
 from .roots import unit_roots
 from .passes import Layout, RealPass, StockhamPass, float_literal, odd_radix_tables
