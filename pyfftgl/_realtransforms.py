@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import math
 import operator
-import threading
 from numbers import Number
 
 import numpy as np
 
-from . import _elementwise
-from .planner import precision_of
 from .backends import get_device
 from .device_array import DeviceArray, asarray
-from .planner import Step
-from .planner.realtransforms import GENERIC, LineView, R2RAxis, fft_shape
-from .plans import Recorded, cached_steps_plan, plan_cache
-
-_PUSH = ("total", "group_base", "outer", "nsrc", "n", "m", "inner", "lines_p", "lines_q", "tbl",
-         "pn", "pm", "pinner", "pq", "ptbl")  # p*: the previous axis, for a fused pre pass
+from .device_plan import DevicePlan, element_dispatches
+from .planner import precision_of
+from .planner.realtransforms import R2RAxis, plan_r2r
+from .plans import cached_steps_plan, plan_cache
 _NORMS = {None: 0, "backward": 0, "ortho": 1, "forward": 2}
 
 
@@ -186,69 +181,39 @@ def _shape_dtype(x):
 
 # ---------------------------------------------------------------- the device plan
 
-class R2RPlan:
-    """The DCT/DST of one call shape on one device: per axis a pre pass, a complex FFT plan and
-    a post pass, recorded in one submission per (input, output) buffers. `fuse`: an axis's post
-    pass is evaluated inside the next axis's pre pass where that reads it, so the reals between
-    two axes are never stored (one pass fewer per axis after the first)."""
-
-    RECORDED = 8  # recorded submissions kept, by the buffers they bind
+class R2RPlan(DevicePlan):
+    """The DCT/DST of one call shape on one device (planner.plan_r2r): per axis a pre pass, a
+    complex FFT plan and a post pass, recorded in one submission per ("in", "out") buffers."""
 
     def __init__(self, real_shape, axes, precision, device, fuse: bool = True):
-        self.device, self.real_shape, self.precision = device, tuple(real_shape), precision
+        super().__init__(device, self.key(device, real_shape, axes, precision, fuse))
+        self.real_shape, self.precision = tuple(real_shape), precision
         device.check_precision(precision)
+        self.spec = spec = plan_r2r(real_shape, axes, precision, device.info.limits, fuse)
+        self.ffts = []
+        for st in spec.steps:
+            fft = None if st.fft is None else cached_steps_plan(st.fft[0], (st.fft[1],), device,
+                                                                precision)
+            if fft is not None and fft.spec.chunks != 1:
+                raise ValueError(f"a DCT/DST of {real_shape} does not fit one submission on "
+                                 "this device")
+            self.ffts.append(fft)
         real_bytes = 8 if precision == 64 else 4
-        tables, steps, shape = [], [], list(real_shape)
-        work = 0
-        for ax, r2r in axes:
-            outer, inner = math.prod(shape[:ax]), math.prod(shape[ax + 1:])
-            view = LineView(outer, inner, r2r.paired)
-            p, q, m = view.lines_p, view.lines_q, r2r.fft_length
-            fft = None
-            if m > 1:
-                fshape, fax = fft_shape(p, m, q)
-                fft = cached_steps_plan(fshape, (Step("c2c", fax, inverse=r2r.fft_inverse,
-                                                      norm="forward" if r2r.fft_inverse
-                                                      else "backward"),), device, precision)
-                if fft.spec.chunks != 1:
-                    raise ValueError(f"a DCT/DST of {real_shape} does not fit one submission "
-                                     "on this device")
-            defines = {"MODE": r2r.mode, "PAIR_INNER": int(view.pair_inner),
-                       "REVERSED": int(r2r.reversed)}
-            prev = steps[-1] if steps else None
-            fused = fuse and prev is not None and prev["fft"] is not None
-            pre_defines = {"STAGE_PRE": 1, **defines}
-            push = dict(outer=outer, nsrc=shape[ax], n=r2r.n, m=m, inner=inner, lines_p=p,
-                        lines_q=q, tbl=sum(t.size for t in tables))
-            if fused:  # this pre pass reads the previous axis's spectrum through its post
-                prev["fused_next"] = True
-                pre_defines.update({f"PREV_{k}": v for k, v in prev["defines"].items()})
-                pp = prev["push"]
-                push.update(pn=pp["n"], pm=pp["m"], pinner=pp["inner"], pq=pp["lines_q"],
-                            ptbl=pp["tbl"])
-            tables.append(r2r.tables())
-            shape[ax] = r2r.n
-            steps.append(dict(
-                pre=_elementwise.program(device, "dct.comp", pre_defines, _PUSH, precision),
-                post=_elementwise.program(device, "dct.comp", {"STAGE_POST": 1, **defines},
-                                          _PUSH, precision),
-                fft=fft, defines=defines, push={k: push.get(k, 0) for k in _PUSH[2:]},
-                pre_threads=p * m * q, fused=fused, fused_next=False, size=math.prod(shape),
-                post_threads=outer * r2r.n * inner if r2r.mode == GENERIC else p * m * q))
-            work = max(work, p * m * q)
-        table = np.concatenate(tables).astype(np.complex128 if precision == 64 else np.complex64)
-        self._tables = device.buffer(table.nbytes, table.view(np.float32))
+        self._tables = device.buffer(spec.tables.nbytes, spec.tables.view(np.float32))
         cbytes = 2 * real_bytes
-        self._work = [device.buffer(work * cbytes) for _ in range(2)]
-        stored = [st["size"] for st in steps[:-1] if not st["fused_next"]]
-        mid = max(stored, default=0)
-        self._mid = [device.buffer(mid * real_bytes) for _ in range(min(2, len(stored)))]
-        self.out_size = steps[-1]["size"]
+        self._work = [device.buffer(spec.work * cbytes) for _ in range(2)]
+        self._mid = [device.buffer(spec.mid * real_bytes) for _ in range(spec.mids)]
+        self.out_size = spec.out_size
         self.out_nbytes = self.out_size * real_bytes
-        self.nbytes = table.nbytes + 2 * work * cbytes + len(self._mid) * mid * real_bytes
-        self._steps = steps
-        self._recorded = Recorded(self.RECORDED)
-        self._lock = threading.Lock()
+        self.nbytes = (spec.tables.nbytes + 2 * spec.work * cbytes
+                       + spec.mids * spec.mid * real_bytes)
+        w0, w1 = self._work
+        self.dispatch_count = len(self.flat_dispatches({"in": w0, "out": w1}))
+
+    @staticmethod
+    def key(device, real_shape, axes, precision, fuse: bool = True) -> tuple:
+        """The plan cache's key of a DCT/DST plan."""
+        return ("r2r", device, tuple(real_shape), tuple(axes), precision, fuse)
 
     def parts(self, src, dst) -> list[tuple[str, list]]:
         """The call's dispatches from buffer `src` to `dst` in order, by part: ("pre", ...) or
@@ -256,43 +221,31 @@ class R2RPlan:
         out, cur, stored = [], src, 0
         w0, w1 = self._work
         dev, tables = self.device, self._tables
-        for i, st in enumerate(self._steps):
-            out.append(("post+pre" if st["fused"] else "pre", _elementwise.dispatches(
-                dev, st["pre"], st["pre_threads"], st["push"], (cur, w0, tables))))
+        last = len(self.spec.steps) - 1
+        for i, (st, fft) in enumerate(zip(self.spec.steps, self.ffts)):
+            out.append(("post+pre" if st.fused else "pre",
+                        element_dispatches(dev, st.pre, (cur, w0, tables))))
             spectrum = w0
-            if st["fft"] is not None:
-                out.append(("fft", [d for ds in st["fft"].dispatches({"in": w0, "out": w1})
-                                    for d in ds]))
+            if fft is not None:
+                out.append(("fft", fft.flat_dispatches({"in": w0, "out": w1})))
                 spectrum = w1
-            if st["fused_next"]:
+            if st.fused_next:
                 cur = spectrum  # the next pre pass reads it through this axis's post
                 continue
-            nxt = dst if i == len(self._steps) - 1 else self._mid[stored % len(self._mid)]
+            nxt = dst if i == last else self._mid[stored % len(self._mid)]
             stored += nxt is not dst
-            out.append(("post", _elementwise.dispatches(dev, st["post"], st["post_threads"],
-                                                        st["push"], (spectrum, nxt, tables))))
+            out.append(("post", element_dispatches(dev, st.post, (spectrum, nxt, tables))))
             cur = nxt
         return out
 
-    def dispatches(self, src, dst) -> list:
-        return [d for _, ds in self.parts(src, dst) for d in ds]
-
-    def run(self, src, dst) -> None:
-        """Queue the transform of buffer `src` into buffer `dst` (the host does not wait)."""
-        with self.device.current(), self._lock:
-            sub = self._recorded.get((src, dst), lambda: self.device.record(
-                self.dispatches(src, dst)))
-        sub.run(wait=False)
+    def dispatches(self, resources: dict | None = None) -> list[list]:
+        """Each part's dispatches from resources "in" to "out"."""
+        return [ds for _, ds in self.parts(resources["in"], resources["out"])]
 
 
 def _plan(call: _Call, device) -> R2RPlan:
-    key = ("r2r", device, call.real_shape, tuple(call.axes), call.precision)
-
-    def build():
-        plan = R2RPlan(call.real_shape, call.axes, call.precision, device)
-        plan.cache_key = key
-        return plan
-    return plan_cache.get(key, build)
+    return plan_cache.get(R2RPlan.key(device, call.real_shape, call.axes, call.precision),
+                          lambda: R2RPlan(call.real_shape, call.axes, call.precision, device))
 
 
 def execute(call: "_Call | None", x, backend, out=None):
@@ -316,10 +269,10 @@ def execute(call: "_Call | None", x, backend, out=None):
                                                    backend=device)
         plan = _plan(call, device)
         if out is not None:
-            plan.run(x.buffer, out.buffer)
+            plan.run({"in": x.buffer, "out": out.buffer})
             return out
         buf = device.buffer(max(plan.out_nbytes, 4), device_only=True)
-        plan.run(x.buffer, buf)
+        plan.run({"in": x.buffer, "out": buf})
         return DeviceArray(buf, call.out_shape, call.dtype, device)
     arr = _as_float_array(x)
     device = get_device(backend)
@@ -330,7 +283,7 @@ def execute(call: "_Call | None", x, backend, out=None):
     d = asarray(arr, dtype=arr.dtype, backend=device)
     try:
         buf = device.buffer(max(plan.out_nbytes, 4), device_only=True)
-        plan.run(d.buffer, buf)
+        plan.run({"in": d.buffer, "out": buf})
         return DeviceArray(buf, call.out_shape, call.dtype, device).get()
     finally:
         d.close()

@@ -31,7 +31,6 @@ before it.
 from __future__ import annotations
 
 import operator
-import threading
 from dataclasses import replace
 
 import moderngl
@@ -41,7 +40,8 @@ from . import _validate, planner
 from .backends import get_device
 from .backends.gl import GLDevice, GLImage
 from .planner import IMAGE_FORMATS, Storage, TunedShape, element_limits, image_format
-from .plans import Recorded, TransformPlan
+from .device_plan import DevicePlan, run_once
+from .plans import TransformPlan
 
 _INTERMEDIATES = ("buffer", "image")
 
@@ -112,8 +112,6 @@ class TextureFFT:
     fences the library's last GL call when a single-threaded process starts a thread (see
     backends/_glcontext.py)."""
 
-    # Recorded submissions kept, by the textures they bind: a render loop replays them.
-    RECORDED = 8
     ROW_LINES = ROW_LINES  # the module's (texture_limits)
 
     def __init__(self, ctx, shape, norm=None, *, intermediate: str = "image"):
@@ -135,9 +133,10 @@ class TextureFFT:
             raise ValueError(f"{self.shape} exceeds this device's largest texture side ({side})")
         self._plans: dict[tuple, TransformPlan] = {}
         self._mid: dict[tuple, object] = {}  # (fields, layers) -> what lies between convolve's halves
-        self._recorded = Recorded(self.RECORDED)
+        # Every call's recorded submission, by the textures it binds (a render loop replays
+        # them); the dispatches are its plans' for each group of the call.
+        self.calls = DevicePlan(self.device)
         self._last: dict = {}  # tag -> (the last call's arguments, its submission): _replayed
-        self._lock = threading.Lock()
 
     # -- plans ------------------------------------------------------------------------------
 
@@ -301,8 +300,8 @@ class TextureFFT:
     def _run(self, tag, objs, build, args=()):
         """Replay the submission recorded for `tag` on the textures `objs` (built by build() on
         first use); remembered as the call on `args` (see _replayed) where those are objects."""
-        with self._lock:
-            sub = self._recorded.get(objs, lambda: self.device.record(build()), tag)
+        with self.calls.lock:
+            sub = self.calls.recording(objs, build, tag)
             sub.run(wait=False)
             if args and not any(a is None or isinstance(a, (list, tuple)) for a in args):
                 self._last[tag] = (args, sub)
@@ -314,7 +313,7 @@ class TextureFFT:
         last = self._last.get(tag)
         if last is None or not all(map(operator.is_, last[0], args)) or any(map(_released, args)):
             return False
-        with self._lock:
+        with self.calls.lock:
             last[1].run(wait=False)
         return True
 
@@ -407,7 +406,7 @@ class TextureFFT:
         fields = IMAGE_FORMATS[fmt].fields
         buf = self.device.buffer(self.size * 8 * fields)
         plan = self._plan(False, "backward", fields, fmt, None)
-        self.device.record(plan.flat_dispatches({"in": GLImage(tex), "out": buf})).run(wait=False)
+        run_once(self.device, plan.flat_dispatches({"in": GLImage(tex), "out": buf}))
         return Spectrum(self, buf, fields)
 
     def convolve(self, src, spectrum: Spectrum, dst=None):
@@ -448,6 +447,17 @@ class TextureFFT:
         """The plans made so far (their repr shows passes, storage and intermediates)."""
         return list(self._plans.values())
 
+    def stats(self) -> dict:
+        """plans: made so far; recorded: recorded submissions held (a call's, by the textures
+        it binds); bytes: device memory held by the plans and convolve's intermediates."""
+        mids = sum(getattr(obj, "nbytes", 0) for obj, _ in self._mid.values())
+        return {"plans": len(self._plans), "recorded": len(self.calls.recorded),
+                "bytes": sum(p.nbytes for p in self._plans.values()) + mids}
+
+    def recordings(self) -> list:
+        """The recorded submissions held (device_plan.Recording), the most recent last."""
+        return self.calls.recordings()
+
     def __repr__(self):
         return (f"<TextureFFT {self.shape[0]} x {self.shape[1]} norm={self.norm} "
                 f"intermediate={self.intermediate} on {self.device.info.name}, "
@@ -461,8 +471,8 @@ class TextureFFT:
         self._closed = True
         with self.device.current():
             self.device.finish()
-            with self._lock:
-                self._recorded.clear()
+            with self.calls.lock:
+                self.calls.recorded.clear()
                 self._last.clear()
                 self._plans.clear()
                 self._mid.clear()

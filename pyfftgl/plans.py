@@ -4,52 +4,24 @@ executing it only uploads, replays and downloads. Nothing here computes a table 
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from . import planner, shaders
 from .backends import get_device, on_device_lost, on_profile_change
 from .backends.base import Device, Dispatch
+from .device_plan import DevicePlan
 from .limits import Limits
+from .lru import LRU
 from .planner import Storage
 
 
-class Recorded:
-    """The submissions recorded for the last `size` sets of resources, by their identity: a loop
-    that reuses its buffers or textures replays one, with no recording or allocation per call.
-    Callers hold their own lock."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._entries: OrderedDict = OrderedDict()  # (tag, ids) -> (resources, submission)
-
-    def get(self, resources: tuple, record, tag=()):
-        """The submission recorded for `resources` (and `tag`), made by record() if new."""
-        key = (tag, tuple(map(id, resources)))
-        entry = self._entries.get(key)
-        if entry is None or any(a is not b for a, b in zip(entry[0], resources)):
-            entry = self._entries[key] = (resources, record())
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-        self._entries.move_to_end(key)
-        return entry[1]
-
-    def clear(self):
-        self._entries.clear()
-
-
-class TransformPlan:
+class TransformPlan(DevicePlan):
     """Complex transforms over `axes` of a C-contiguous complex64 array of `shape`, bound to one
     device: tables, work buffers and programs allocated once, every pass recorded in one
     submission. The resources a call reads and writes are bound when its submission is
     recorded (`dispatches`), so one plan runs on any buffers or images of the right size."""
 
-    # Recorded submissions kept per plan, by the identity of the resources they bind: a render
-    # loop replays one, with no recording or allocation per call (two, alternating work
-    # buffers).
-    RECORDED = 8
     # Device calls alternate between two sets of work buffers where the device overlaps calls
     # (Device.overlaps_calls) and the set is at most this big: then a call's first pass, which
     # writes the other set, need not wait for the last pass of the call before it, which reads
@@ -59,11 +31,12 @@ class TransformPlan:
 
     def __init__(self, spec: planner.TransformSpec, device: Device, limits: Limits, norm: str,
                  buffers: dict | None = None, storage: Storage = Storage(),
-                 aliases: dict[str, str] | None = None):
+                 aliases: dict[str, str] | None = None, cache_key=None):
         """`buffers`: device buffers to use by name instead of allocating them (the tuner times
         many shapes of one transform on the same memory). `aliases`: work names bound to what
         a call binds under another name (TextureFFT's intermediate "w0" on the call's "out"),
-        so the plan allocates nothing for them."""
+        so the plan allocates nothing for them. `cache_key`: the plan cache's (cache_key())."""
+        super().__init__(device, cache_key)
         self.spec, self.device, self.limits, self.norm = spec, device, limits, norm
         self.storage = storage
         dev, units = device, spec.units
@@ -92,14 +65,11 @@ class TransformPlan:
         self._grids = [planner.dispatch_grids(p, units, limits, self.element_bytes)
                        for p in spec.passes]
         self.dispatch_count = sum(map(len, self._grids))
-        self._host_run = None  # the upload-run-download submission, recorded on first use
-        self._recorded = Recorded(self.RECORDED)
         self._work_sizes = {n: b for n, b in self._sizes.items() if n not in self.caller_bound}
         self._alternates = (device.overlaps_calls and not storage.images and bool(self._work_sizes)
                             and sum(self._work_sizes.values()) <= self.ALTERNATE_MAX_BYTES)
         self._other_work: dict | None = None  # the second set, made on the first call using it
         self._second = False  # which set the last device call used
-        self._lock = threading.Lock()
         self.last_gpu_ns: float | None = None
 
     def buffer(self, name: str):
@@ -131,10 +101,6 @@ class TransformPlan:
                                  tuple(buffers), tuple(ins + outs), len(ins))
                         for base, gx, gy in self._grids[i]])
         return out
-
-    def flat_dispatches(self, resources: dict | None = None) -> list[Dispatch]:
-        """dispatches(resources), every pass's in order in one list."""
-        return [d for ds in self.dispatches(resources) for d in ds]
 
     @property
     def passes(self):
@@ -176,34 +142,29 @@ class TransformPlan:
         total = 0.0
         # The plan's buffers are shared by every call; the device held once for all transfers
         # (taken before the plan's lock, everywhere: a thread holding the device may call).
-        with self.device.current(), self._lock:
-            if self._host_run is None:
-                self._host_run = self.device.record(self.flat_dispatches(),
-                                                    uploads=[self.buffer("in")],
-                                                    downloads=[self.buffer("out")])
+        with self.device.current(), self.lock:
+            # the upload-run-download submission, on the plan's own "in" and "out"
+            host_run = self.recording((), self.flat_dispatches, "host",
+                                      uploads=[self.buffer("in")],
+                                      downloads=[self.buffer("out")])
             for lo in range(0, x.shape[0], spec.units):
                 hi = min(x.shape[0], lo + spec.units)
-                total += self._host_run.run([x[lo:hi]], timed=timed) or 0.0
+                total += host_run.run([x[lo:hi]], timed=timed) or 0.0
                 piece = out_view[lo:hi]
-                piece[...] = self._host_run.result(0).view(dtype)[: piece.size].reshape(
-                    piece.shape)
+                piece[...] = host_run.result(0).view(dtype)[: piece.size].reshape(piece.shape)
         self.last_gpu_ns = total if timed else None
         return out
 
     __call__ = execute
 
     def submission(self, resources: dict, second: bool = False):
-        """The recorded submission binding `resources` (name -> buffer or image), and the
-        second set of work buffers where `second`, recorded once per set of resources among the
-        last RECORDED used."""
-        with self.device.current(), self._lock:  # the device first, as in execute()
-            if second:
+        """The recording binding `resources` (name -> buffer or image), and the second set of
+        work buffers where `second`, recorded once per set of resources among the last
+        RECORDED used."""
+        if second:
+            with self.device.current(), self.lock:  # the device first, as everywhere
                 resources = {**self._second_work_set(), **resources}
-            names = tuple(sorted(resources))
-            return self._recorded.get(
-                tuple(resources[n] for n in names),
-                lambda: self.device.record(self.flat_dispatches(resources)),
-                names)
+        return super().submission(resources)
 
     def _second_work_set(self) -> dict:
         """The other work buffers of alternating device calls, made on first use."""
@@ -212,20 +173,20 @@ class TransformPlan:
             self.nbytes += sum(b.nbytes for b in self._other_work.values())
         return self._other_work
 
+    def held_buffers(self) -> dict:
+        """The buffers and images the plan holds for its passes ("in", "out", "w0", ...), by
+        name; not its tables."""
+        with self.lock:
+            return dict(self._buffers)
+
+    def stats(self) -> dict:
+        """DevicePlan.stats(), and work_sets: the sets of work buffers device calls alternate
+        between (2 once a call used the second, ALTERNATE_MAX_BYTES)."""
+        return {**super().stats(), "work_sets": 1 + (self._other_work is not None)}
+
     def output_buffer(self):
         """A new device buffer of the plan's output size."""
         return self.device.buffer(self._sizes["out"], device_only=True)
-
-    def execute_device(self, src, dst=None) -> object:
-        """Transform the device buffer `src` (the plan's input size) into `dst` (a new buffer
-        if None) and return it, with no host transfer: the passes read `src` (only ever read)
-        and write `dst` directly. The call returns once the work is queued; the device waits for
-        it before the host next reads or writes device memory."""
-        if self.spec.chunks != 1:
-            raise ValueError("this transform does not fit one submission on this device")
-        dst = self.output_buffer() if dst is None else dst
-        self.device_call({"in": src, "out": dst})()
-        return dst
 
     def device_call(self, resources: dict):
         """A function that queues this plan's call on `resources` once more, without waiting:
@@ -263,46 +224,30 @@ class PlanCache:
     cache on Vulkan). Plans of a lost device are dropped when it is lost."""
 
     def __init__(self, max_plans: int = 16, max_bytes: int = 1 << 30):
-        self.max_plans, self.max_bytes = max_plans, max_bytes
-        self.hits = self.misses = 0
-        self._plans: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-    def get(self, key, build):
-        with self._lock:
-            plan = self._plans.get(key)
-            if plan is not None:
-                self._plans.move_to_end(key)
-                self.hits += 1
-                return plan
-            self.misses += 1
-        plan = build()
-        with self._lock:
-            self._plans[key] = plan
-            self._evict()
-        return plan
-
-    def _evict(self):
         # The most recent plan stays even when it alone exceeds max_bytes: dropping it would
         # rebuild it (allocation, pipelines) at every call of a loop over one large transform.
-        keep = 1 if self.max_plans > 0 else 0
-        while len(self._plans) > keep and (len(self._plans) > self.max_plans or
-                                        sum(p.nbytes for p in self._plans.values()) > self.max_bytes):
-            self._plans.popitem(last=False)
+        self._plans = LRU(max_plans, max_bytes, weigh=lambda p: p.nbytes,
+                          keep=1 if max_plans > 0 else 0)
+
+    max_plans = property(lambda self: self._plans.max_items)
+    max_bytes = property(lambda self: self._plans.max_bytes)
+    hits = property(lambda self: self._plans.hits)
+    misses = property(lambda self: self._plans.misses)
+
+    def get(self, key, build):
+        """The plan of `key`, built by build() (outside the lock) if not held."""
+        return self._plans.get_or_make(key, build)
 
     def resize(self, max_plans: int | None = None, max_bytes: int | None = None) -> None:
         """Change the bounds; plans beyond them are dropped, least recently used first."""
-        with self._lock:
-            if max_plans is not None:
-                self.max_plans = int(max_plans)
-            if max_bytes is not None:
-                self.max_bytes = int(max_bytes)
-            self._evict()
+        if max_plans is not None:
+            self._plans.keep = 1 if int(max_plans) > 0 else 0
+        self._plans.resize(max_plans, max_bytes)
 
     def stats(self) -> dict:
-        with self._lock:
-            return {"plans": len(self._plans), "bytes": sum(p.nbytes for p in self._plans.values()),
-                    "hits": self.hits, "misses": self.misses, "max_plans": self.max_plans,
-                    "max_bytes": self.max_bytes}
+        lru = self._plans
+        return {"plans": len(lru), "bytes": lru.nbytes, "hits": lru.hits, "misses": lru.misses,
+                "max_plans": lru.max_items, "max_bytes": lru.max_bytes}
 
     def __repr__(self):
         st = self.stats()
@@ -310,14 +255,11 @@ class PlanCache:
                 f"{st['max_bytes']} bytes, {st['hits']} hits, {st['misses']} misses>")
 
     def clear(self):
-        with self._lock:
-            self._plans.clear()
+        self._plans.clear()
 
     def forget_device(self, device) -> None:
         """Drop the plans of `device` (a lost one)."""
-        with self._lock:
-            for key in [k for k, p in self._plans.items() if p.device is device]:
-                del self._plans[key]
+        self._plans.drop_where(lambda key, plan: plan.device is device)
 
     def __len__(self):
         return len(self._plans)
@@ -351,7 +293,6 @@ def cached_steps_plan(shape: tuple[int, ...], steps: tuple[planner.Step, ...], b
         storage = Storage(precision=precision)
         limits = planner.element_limits(device.info.limits, storage.dtype.itemsize)
         spec = planner.plan_steps(tuple(shape), list(steps), limits)
-        plan = TransformPlan(spec, device, limits, steps[0].norm, storage=storage)
-        plan.cache_key = key
-        return plan
+        return TransformPlan(spec, device, limits, steps[0].norm, storage=storage,
+                             cache_key=key)
     return plan_cache.get(key, build)

@@ -17,8 +17,9 @@ import sys
 import tempfile
 import threading
 import weakref
-from collections import OrderedDict
 from pathlib import Path
+
+from .lru import LRU
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 VERSION = {"vulkan": "#version 450", "gl": "#version 430"}
@@ -132,35 +133,36 @@ class ProgramCache:
     def __init__(self, max_programs: int = 8):
         self.max_programs = max_programs
         self.hits = self.misses = 0
-        self._by_device: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._by_device: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # -> LRU
         self._lock = threading.Lock()
+
+    def _held(self, device) -> LRU:
+        with self._lock:
+            held = self._by_device.get(device)
+            if held is None:
+                held = self._by_device[device] = LRU(self.max_programs)
+            return held
 
     def get(self, device, source: str, compile_):
         """The program of `source` on `device`, compiled by compile_() if not held."""
+        held = self._held(device)
+        prog = held.get(source)
         with self._lock:
-            held = self._by_device.setdefault(device, OrderedDict())
-            prog = held.get(source)
             if prog is not None:
-                held.move_to_end(source)
                 self.hits += 1
                 return prog
             self.misses += 1
         prog = compile_()
-        with self._lock:
-            held[source] = prog
-            self._evict(held)
+        held.put(source, prog)
         return prog
-
-    def _evict(self, held: OrderedDict) -> None:
-        while len(held) > max(self.max_programs, 0):
-            held.popitem(last=False)
 
     def resize(self, max_programs: int) -> None:
         """Change the bound; programs beyond it are dropped, least recently used first."""
         with self._lock:
             self.max_programs = int(max_programs)
-            for held in self._by_device.values():
-                self._evict(held)
+            helds = list(self._by_device.values())
+        for held in helds:
+            held.resize(max_items=self.max_programs)
 
     def forget_device(self, device) -> None:
         """Drop the programs of `device` (a lost one)."""

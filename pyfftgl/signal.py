@@ -17,15 +17,14 @@ import math
 
 import numpy as np
 
-from . import _api, _elementwise
-from .planner import precision_of
+from . import _api
 from ._realtransforms import _shape_and_axes
 from .backends import get_device
 from .device_array import DeviceArray, asarray
-from .planner import Step
-from .plans import Recorded, cached_steps_plan
+from .device_plan import DevicePlan, element_dispatches, run_once
+from .planner import Step, precision_of, product_pass, window_passes
+from .plans import cached_steps_plan
 
-_PUSH = ("total", "group_base", "ns1", "n1", "off1", "ns2", "n2", "off2", "inner")
 _MODES = ("full", "same", "valid")
 
 
@@ -129,8 +128,7 @@ class Convolver:
         self.fft_axes = axes
         self.batch_shape = tuple(self.batch[a] if a not in axes else self.image_shape[a]
                                  for a in range(ndim))
-        self._plans = None
-        self._recorded = Recorded(8)
+        self._plan = None
         self._kernel_spectrum = self._spectrum(kernel) if axes else None
         self._kernel = kernel if not axes else None
 
@@ -152,102 +150,38 @@ class Convolver:
         padded[tuple(slice(0, n) for n in host.shape)] = host
         return asarray(padded, dtype=dtype, backend=self.device)
 
-    def _window_dispatches(self, src, shape, spans, dtype, dst=None):
-        """Dispatches cutting [off, off + n) of every axis of `src` (of `shape`), zero beyond
-        it, into `dst` (a new buffer if None), two neighbouring axes per pass; at least one
-        pass. Returns (dispatches, dst, temporaries)."""
-        reals = np.dtype(dtype).kind == "c"
-        item = np.dtype(dtype).itemsize
-        changed = [a for a, (off, n) in enumerate(spans) if off != 0 or n != shape[a]]
-        chunks, a = [], 0
-        for a in changed:
-            if chunks and chunks[-1][-1] == a - 1 and len(chunks[-1]) == 1:
-                chunks[-1].append(a)
-            else:
-                chunks.append([a])
-        chunks = chunks or [[len(shape) - 1]]
-        prog = _elementwise.program(self.device, "signal.comp", {"STAGE_WINDOW": 1}, _PUSH,
-                                    precision_of(dtype))
-        out, cur, temps = [], src, []
-        cur_shape = list(shape)
-        for k, chunk in enumerate(chunks):
-            new_shape = list(cur_shape)
-            for ax in chunk:
-                new_shape[ax] = spans[ax][1]
-            size = math.prod(new_shape)
-            if k == len(chunks) - 1 and dst is not None:
-                nxt = dst
-            else:
-                nxt = self.device.buffer(max(4, size * item), device_only=True)
-                temps.append(nxt)
-            a0, a1 = chunk[0], chunk[-1]
-            push = dict(ns1=cur_shape[a0], n1=new_shape[a0], off1=spans[a0][0],
-                        ns2=cur_shape[a1] if len(chunk) == 2 else 1,
-                        n2=new_shape[a1] if len(chunk) == 2 else 1,
-                        off2=spans[a1][0] if len(chunk) == 2 else 0,
-                        inner=math.prod(cur_shape[a1 + 1:]) * (2 if reals else 1))
-            out += _elementwise.dispatches(self.device, prog, size * (2 if reals else 1), push,
-                                           (cur, nxt))
-            cur, cur_shape = nxt, new_shape
-        return out, cur, temps
-
     def _window(self, d: DeviceArray, spans) -> DeviceArray:
         """d's sub-array [off, off + n) per axis (zero beyond d), on the device."""
         if all(off == 0 and n == d.shape[a] for a, (off, n) in enumerate(spans)):
             return d
-        dispatches, buf, _ = self._window_dispatches(d.buffer, d.shape, spans, d.dtype)
-        self._run(dispatches)
+        passes = _window_passes(self.device, d.shape, spans, d.dtype)
+        bufs = [self.device.buffer(nbytes, device_only=True) for _, nbytes in passes]
+        buf = bufs[-1]
+        run_once(self.device, _chain(self.device, passes, d.buffer, bufs[:-1], buf))
         return DeviceArray(buf, tuple(n for _, n in spans), d.dtype, self.device)
-
-    def _run(self, dispatches) -> None:
-        with self.device.current():
-            sub = self.device.record(dispatches)
-        sub.run(wait=False)
 
     def _spectrum(self, x) -> DeviceArray:
         p = self._padded(x)
         f = _api.rfftn if self.real_fft else _api.fftn
         return f(p, axes=self.fft_axes)
 
-    def _real_plans(self):
-        """The r2c and c2r device plans of the real path, their work buffers, or None where
-        they do not fit one submission (then the calls go through the API one by one)."""
-        if self._plans is None:
-            axes, f = self.fft_axes, self.fshape
-            last = axes[-1]
-            view = tuple(f[:-1]) + (f[-1] // 2,)
-            spec = tuple(f[:-1]) + (f[-1] // 2 + 1,)
-            fwd = [Step("r2c", last, n=f[last])] + [Step("c2c", a) for a in axes[-2::-1]]
-            inv = [Step("c2c", a, inverse=True) for a in axes[:-1]] + \
-                [Step("c2r", last, n=f[last])]
-            plans = (cached_steps_plan(view, tuple(fwd), self.device, self.precision),
-                     cached_steps_plan(spec, tuple(inv), self.device, self.precision))
-            if any(p.spec.chunks != 1 for p in plans):
-                self._plans = False
-            else:
-                rb = self.dtype.itemsize
-                cb = 2 * rb * math.prod(spec)
-                self._plans = plans + tuple(self.device.buffer(n, device_only=True) for n in
-                                            (rb * math.prod(f), cb, cb, rb * math.prod(f)))
-        return self._plans or None
+    @property
+    def plan(self) -> "ConvolvePlan | None":
+        """The device plan of a call (pad, forward FFT, product with the kernel's spectrum,
+        inverse FFT, the mode's crop, in one submission) where the innermost axis is convolved
+        in real FFTs that fit one submission; None otherwise (the calls then go through the
+        API one by one)."""
+        if self._plan is None:
+            self._plan = False
+            if self.real_fft and self._kernel_spectrum is not None:
+                plan = ConvolvePlan(self)
+                self._plan = plan if plan.fits else False
+        return self._plan or None
 
-    def dispatches(self, image_buf, out_buf, keep: list | None = None) -> list:
-        """The whole real-path call as one list of dispatches: pad, forward FFT, product with
-        the kernel's spectrum, inverse FFT, the mode's crop (the benchmark times it). `keep`
-        receives the temporary buffers they bind, to be held as long as they are."""
-        fwd, inv, padded, spec, prod, full = self._real_plans()
-        pad, _, t1 = self._window_dispatches(image_buf, self.batch_shape,
-                                             [(0, n) for n in self.fshape], self.dtype, padded)
-        crop, _, t2 = self._window_dispatches(full, self.fshape, self.crop, self.dtype, out_buf)
-        if keep is not None:
-            keep += t1 + t2
-        mul = _elementwise.dispatches(
-            self.device, _elementwise.program(self.device, "signal.comp", {"STAGE_CMUL": 1},
-                                              _PUSH, self.precision),
-            prod.nbytes // (2 * self.dtype.itemsize), {k: 0 for k in _PUSH[2:]},
-            (spec, prod, self._kernel_spectrum.buffer))
-        return pad + [d for ds in fwd.dispatches({"in": padded, "out": spec}) for d in ds] + \
-            mul + [d for ds in inv.dispatches({"in": prod, "out": full}) for d in ds] + crop
+    def stats(self) -> dict:
+        """The device plan's stats() (dispatches of a call, recorded submissions, bytes held);
+        {} where the calls go through the API."""
+        return self.plan.stats() if self.plan else {}
 
     def _check_out(self, out):
         if out is not None and (not isinstance(out, DeviceArray) or out.device is not self.device
@@ -269,7 +203,7 @@ class Convolver:
                 self._kernel.get() if isinstance(self._kernel, DeviceArray) else self._kernel)
             result = host[tuple(slice(o, o + n) for o, n in self.crop)].copy()
             return asarray(result, backend=self.device) if device_in else result
-        if self.real_fft and self._real_plans():
+        if self.real_fft and self.plan:
             d = image
             if not (device_in and image.device is self.device and image.dtype == self.dtype
                     and image.shape == self.batch_shape):
@@ -281,23 +215,15 @@ class Convolver:
                                                          * self.dtype.itemsize),
                                                      device_only=True),
                                   self.out_shape, self.dtype, self.device)
-            def record():
-                temps = []
-                return self.device.record(self.dispatches(d.buffer, out.buffer, temps)), temps
-            with self.device.current():
-                sub, _ = self._recorded.get((d.buffer, out.buffer), record)
-            sub.run(wait=False)
+            self.plan.run({"in": d.buffer, "out": out.buffer})
             return out if device_in else out.get()
         spectrum = _api.rfftn(self._padded(image), axes=self.fft_axes) if self.real_fft else \
             _api.fftn(self._padded(image), axes=self.fft_axes)
         product = DeviceArray(self.device.buffer(spectrum.nbytes, device_only=True),
                               spectrum.shape, spectrum.dtype, self.device)
-        prog = _elementwise.program(self.device, "signal.comp", {"STAGE_CMUL": 1}, _PUSH,
-                                    precision_of(spectrum.dtype))
-        self._run(_elementwise.dispatches(self.device, prog, spectrum.size,
-                                          {k: 0 for k in _PUSH[2:]},
-                                          (spectrum.buffer, product.buffer,
-                                           self._kernel_spectrum.buffer)))
+        mul = product_pass(spectrum.size, precision_of(spectrum.dtype), self.device.info.limits)
+        run_once(self.device, element_dispatches(
+            self.device, mul, (spectrum.buffer, product.buffer, self._kernel_spectrum.buffer)))
         spectrum.close()
         if self.real_fft:
             full = _api.irfftn(product, s=[self.fshape[a] for a in self.fft_axes],
@@ -322,6 +248,69 @@ class Convolver:
                 f"{self.kernel_shape} kernel over axes {self.fft_axes}: FFT shape "
                 f"{tuple(self.fshape)}, {'real' if self.real_fft else 'complex'} transforms, "
                 f"-> {self.out_shape} {self.dtype}>")
+
+
+def _window_passes(device, shape, spans, dtype) -> list:
+    """The planner's window passes for buffers of `dtype`: [(pass, the bytes it writes)]."""
+    dtype = np.dtype(dtype)
+    return [(p, max(4, size * dtype.itemsize)) for p, size in window_passes(
+        shape, spans, dtype.kind == "c", precision_of(dtype), device.info.limits)]
+
+
+def _chain(device, passes, src, between, dst) -> list:
+    """The dispatches of window passes from buffer `src` through the buffers `between` (one per
+    pass but the last) into `dst`."""
+    out, cur = [], src
+    for (p, _), nxt in zip(passes, list(between) + [dst]):
+        out += element_dispatches(device, p, (cur, nxt))
+        cur = nxt
+    return out
+
+
+class ConvolvePlan(DevicePlan):
+    """A Convolver's real-path call as one device plan from "in" (an image of the batch shape)
+    to "out" (the mode's result): pad, the r2c plan, the product with the kernel's spectrum,
+    the c2r plan, the crop. Its buffers (and the windows' between passes) are allocated here;
+    `fits` is False where the FFTs need several submissions (then nothing is allocated)."""
+
+    def __init__(self, conv: "Convolver"):
+        super().__init__(conv.device)
+        dev, f, axes = conv.device, conv.fshape, conv.fft_axes
+        last = axes[-1]
+        view = tuple(f[:-1]) + (f[-1] // 2,)
+        spec = tuple(f[:-1]) + (f[-1] // 2 + 1,)
+        fwd = [Step("r2c", last, n=f[last])] + [Step("c2c", a) for a in axes[-2::-1]]
+        inv = [Step("c2c", a, inverse=True) for a in axes[:-1]] + [Step("c2r", last, n=f[last])]
+        self.fft = (cached_steps_plan(view, tuple(fwd), dev, conv.precision),
+                    cached_steps_plan(spec, tuple(inv), dev, conv.precision))
+        self.fits = all(p.spec.chunks == 1 for p in self.fft)
+        if not self.fits:
+            return
+        rb, self.conv, self.kernel_spectrum = conv.dtype.itemsize, conv, conv._kernel_spectrum
+        cb = 2 * rb * math.prod(spec)
+        self.padded, self.spectrum, self.product, self.full = (
+            dev.buffer(n, device_only=True) for n in (rb * math.prod(f), cb, cb,
+                                                      rb * math.prod(f)))
+        self._pad = _window_passes(dev, conv.batch_shape, [(0, n) for n in f], conv.dtype)
+        self._crop = _window_passes(dev, f, conv.crop, conv.dtype)
+        # the buffers between two window passes
+        self.between = [[dev.buffer(nbytes, device_only=True) for _, nbytes in passes[:-1]]
+                        for passes in (self._pad, self._crop)]
+        self.mul = product_pass(cb // (2 * rb), conv.precision, dev.info.limits)
+        self.nbytes = 2 * rb * math.prod(f) + 2 * cb + sum(
+            b.nbytes for bs in self.between for b in bs)
+        self.dispatch_count = len(self.flat_dispatches({"in": self.padded, "out": self.full}))
+
+    def dispatches(self, resources: dict | None = None) -> list[list]:
+        """pad, forward FFT, product, inverse FFT, crop: from resources "in" to "out"."""
+        conv, dev = self.conv, self.device
+        pad = _chain(dev, self._pad, resources["in"], self.between[0], self.padded)
+        crop = _chain(dev, self._crop, self.full, self.between[1], resources["out"])
+        fwd, inv = self.fft
+        return [pad, fwd.flat_dispatches({"in": self.padded, "out": self.spectrum}),
+                element_dispatches(dev, self.mul, (self.spectrum, self.product,
+                                                   self.kernel_spectrum.buffer)),
+                inv.flat_dispatches({"in": self.product, "out": self.full}), crop]
 
 
 def _prepare(in1, in2):

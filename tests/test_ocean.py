@@ -438,8 +438,7 @@ def test_gpu_fields_batched_equal_per_texture(ctx, half):
     sim.build_spectra(2.5)
     spectra = [sim.read_texture(t) for t in layers]
     sim.inverse_fft()
-    sub = next(reversed(sim.fft._recorded._entries.values()))[1]
-    assert len(sub._calls) == 2  # 8 textures, 16 fields: two passes in all
+    assert sim.fft.recordings()[-1].dispatch_count == 2  # 8 textures, 16 fields: two passes in all
     batched = np.stack([sim.read_texture(t).astype(np.float64) for t in layers])
     dtype = "f2" if half else "f4"
     alone = []

@@ -137,3 +137,26 @@ def steps_in_numpy(x, steps):
             r = np.fft.irfft(y, n=st.n, axis=st.axis, norm=st.norm)
             y = r[..., 0::2] + 1j * r[..., 1::2] if packed else r.astype(np.complex128)
     return y.astype(x.dtype)
+
+def test_device_plans_report_dispatches_recordings_and_bytes(backend):
+    """Every device plan knows its cache key from construction, records one submission per set
+    of resources it binds (replayed after) and reports its dispatches, recordings and bytes."""
+    from pyfftgl.device_array import DeviceArray
+    from pyfftgl.planner import Step
+    from pyfftgl.plans import cache_key, cached_steps_plan
+    dev = pyfftgl.get_device(backend)
+    steps = (Step("c2c", 1),)
+    plan = cached_steps_plan((3, 48), steps, dev)
+    assert plan.cache_key == cache_key(dev, (3, 48), steps, 32)
+    x = np.random.default_rng(3).standard_normal((3, 48)).astype(np.complex64)
+    src, dst = pyfftgl.asarray(x, backend=dev), plan.output_buffer()
+    held = plan.stats()["recorded"]
+    rec = plan.submission({"in": src.buffer, "out": dst})
+    assert plan.submission({"in": src.buffer, "out": dst}) is rec  # replayed, not recorded
+    assert rec.dispatch_count == plan.dispatch_count == rec.stats()["dispatches"] >= 1
+    st = plan.stats()
+    assert st["recorded"] == held + 1 and st["dispatches"] == plan.dispatch_count
+    assert st["bytes"] == plan.nbytes > 0 and plan.recordings()[-1] is rec
+    rec.run(wait=False)
+    got = DeviceArray(dst, (3, 48), np.complex64, dev).get()
+    assert_accurate(got, np.fft.fft(x.astype(np.complex128), axis=1), 48)

@@ -225,7 +225,7 @@ def test_fused_axes_match_separate_passes():
         names = [name for name, _ in plan.parts(d.buffer, out.buffer)]
         assert names == (["pre", "fft", "post+pre", "fft", "post"] if fuse else
                          ["pre", "fft", "post", "pre", "fft", "post"])
-        plan.run(d.buffer, out.buffer)
+        plan.run({"in": d.buffer, "out": out.buffer})
         results.append(out.get())
     np.testing.assert_allclose(results[0], results[1], rtol=0, atol=1e-5)
     check(results[0].astype(np.float64), exact("dst", exact("dst", x.T, 2).T, 2),

@@ -105,7 +105,7 @@ def test_vulkan_calls_overlap_only_where_nothing_they_touch_is_in_flight():
     assert overlaps(fwd, ins[0], outs[0]) == 0  # after host transfers: in flight is unknown
     # out_k <- fft2(in_k): pass 1 of each call writes the work buffer the call before did not
     assert [overlaps(fwd, i, o) for i, o in zip(ins[1:], outs[1:])] == [1] * 6
-    assert fwd.device_plans[0]._other_work is not None
+    assert fwd.device_plans[0].stats()["work_sets"] == 2
     assert overlaps(fwd, b, c) == 0  # reads b, which the last pass wrote
     assert overlaps(rows, c, a) == 0  # reads c, which the last pass wrote
     assert overlaps(rows, b, a) == 0  # writes a, which the call before wrote
@@ -171,7 +171,7 @@ def test_gl_buffers_stay_on_the_device_after_a_read_back():
     first = o.get()
     with dev.current():  # GL queries of our own, with the library's context current
         for buf in [d.buffer, o.buffer] + [b for plan in p.device_plans
-                                            for b in plan._buffers.values()]:
+                                            for b in plan.held_buffers().values()]:
             assert _storage(buf) == (1, 0), "a device buffer the host may map or write"
     p(d, out=o)
     assert np.array_equal(o.get(), first)

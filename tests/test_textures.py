@@ -123,9 +123,10 @@ def test_row_passes_span_neighbouring_rows(ctx):
     # their tuned shape, 720-point columns with theirs)
     for shape in ((48, 512), (720, 1280)):
         fft = pyfftgl.gl.TextureFFT(ctx, shape)
-        assert fft._plan(False, "backward", 2, "rgba32f", "rgba32f").passes[-1].line_fastest
         a = random_texels(shape, "rgba32f", seed=6)
         spec = fft.forward(texture(ctx, a))
+        (plan,) = fft.plans()  # rgba32f to rgba32f
+        assert plan.passes[-1].line_fastest
         for got, x in zip(fields(read(spec)), fields(a)):
             assert_accurate(got, np.fft.fft2(x), shape[0] * shape[1], factor=2.0)
         back = fft.inverse(spec, spec)
@@ -269,9 +270,9 @@ def test_barriers_follow_what_each_dispatch_reads(ctx):
         # after its image stores), the second the first's output
         assert submission_barriers(ds) == ([0, between], TEXTURE_USE_BARRIER_BITS)
         fft.convolve(src, fft.spectrum(np.ones(shape)), dst)
-        sub = next(reversed(fft._recorded._entries.values()))[1]
-        assert [c[0] for c in sub._calls] == [0, between, fetch, between]
-        assert sub._end_barrier == TEXTURE_USE_BARRIER_BITS
+        rec = fft.recordings()[-1]  # the barriers its submission was recorded with
+        assert submission_barriers(rec.dispatches) == ([0, between, fetch, between],
+                                                       TEXTURE_USE_BARRIER_BITS)
     # A plan writing a buffer ends with every bit: anything may read it next.
     from pyfftgl import planner
     from pyfftgl.plans import TransformPlan

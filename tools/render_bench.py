@@ -92,8 +92,7 @@ def ocean_rows(ctx, sizes, k, torch, out):
             sim.build_spectra(1.0)
             row = {"n": n, "cascades": cascades,
                    "ocean_fft_ms": loop_ms(sim.inverse_fft, ctx.finish, k)}
-            sub = next(reversed(sim.fft._recorded._entries.values()))[1]
-            row["dispatches_per_call"] = len(sub._calls)
+            row["dispatches_per_call"] = sim.fft.recordings()[-1].dispatch_count
             out["image_units"] = getattr(sim.fft.device, "image_units", None)
             if torch:
                 x = torch.randn(4 * cascades, n, n, dtype=torch.complex64, device="cuda")

@@ -49,8 +49,7 @@ def _pyfftgl_case(case: dict, backend: str, calls: int) -> dict:
 
         def call():
             conv(d, out=out)
-        keep: list = []
-        dispatches = conv.dispatches(d.buffer, out.buffer, keep)
+        dispatches = conv.plan.flat_dispatches({"in": d.buffer, "out": out.buffer})
         check = np.linalg.norm(out.get() - _scipy_conv(image, kernel)) / np.linalg.norm(
             _scipy_conv(image, kernel))
     else:

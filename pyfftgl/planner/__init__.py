@@ -9,6 +9,7 @@ and how many lines a submission may hold. Its parts:
   passes    the pass records (StockhamPass, RealPass, Layout) and their preamble
   tables    the contents of the tables the passes name
   storage   buffers or images, precision, fields; emit(): each pass's preamble with its tables
+  elements  element passes (one invocation per element: DCT/DST pre/post, windows, products)
   factors   the one-dispatch pass for a length, and how longer axes split (four-step, Bluestein)
   spec      the plan record (TransformSpec, AxisView), norm scaling, buffer naming
   axis      one axis' passes: one pass, a four-step chain, or Bluestein's convolution
@@ -23,6 +24,7 @@ from .abi import (COMPLEX64_BYTES, FLOAT_BYTES, FOURSTEP_LO_LEN, MAX_WORKGROUP_I
                   PUSH_NAMES, REALFFT_GROUP)
 from .compose import plan_c2c, plan_fft, plan_steps, tighter
 from .dispatch import dispatch_grids, groups_per_dispatch, split_groups
+from .elements import ElementPass, local_size, product_pass, window_passes
 from .factors import smooth_length, stockham_pass
 from .roots import unit_roots
 from .passes import Layout, RealPass, StockhamPass, float_literal, odd_radix_tables

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .elements import ElementPass, local_size
+from .records import Step
 from .roots import unit_roots
 
 # The kernels' modes (shaders/dct.comp MODE)
@@ -153,3 +155,86 @@ def fft_shape(p: int, m: int, q: int) -> tuple[tuple[int, ...], int]:
     if p == 1:
         return (m, q), 0
     return (p, m, q), 1
+
+
+# shaders/dct.comp's push constants; p*: the previous axis, for a fused pre pass
+DCT_PUSH = ("total", "group_base", "outer", "nsrc", "n", "m", "inner", "lines_p", "lines_q", "tbl",
+            "pn", "pm", "pinner", "pq", "ptbl")
+
+
+@dataclass(eq=False)
+class R2RStep:
+    """One axis of a DCT/DST plan: its pre pass, the complex FFT between ((shape, Step) of it,
+    None for lines of one element) and its post pass. `fused`: the pre pass reads the previous
+    axis's spectrum through that axis's post (`fused_next` there: its post is never run alone).
+    `size`: the reals after this axis."""
+
+    pre: ElementPass
+    post: ElementPass
+    fft: tuple | None
+    fused: bool
+    size: int
+    fused_next: bool = False
+
+
+@dataclass(eq=False)
+class R2RSpec:
+    """A DCT/DST of a real array: its axes' steps, their tables (complex, one section per axis),
+    the complex elements of each of its two work buffers, and the reals of each of its `mids`
+    stored intermediates (`mid`)."""
+
+    steps: list
+    tables: np.ndarray
+    work: int
+    mid: int
+    mids: int
+
+    @property
+    def out_size(self) -> int:
+        return self.steps[-1].size
+
+
+def plan_r2r(real_shape, axes, precision: int, limits, fuse: bool = True) -> R2RSpec:
+    """The DCT/DST over `axes` ((axis, R2RAxis) in order) of reals of `real_shape`. `fuse`: an
+    axis's post pass is evaluated inside the next axis's pre pass where that reads it, so the
+    reals between two axes are never stored (one pass fewer per axis after the first)."""
+    tables, steps, shape, work = [], [], list(real_shape), 0
+    local, tbl = local_size(limits), 0
+    for ax, r2r in axes:
+        outer, inner = math.prod(shape[:ax]), math.prod(shape[ax + 1:])
+        view = LineView(outer, inner, r2r.paired)
+        p, q, m = view.lines_p, view.lines_q, r2r.fft_length
+        fft = None
+        if m > 1:
+            fshape, fax = fft_shape(p, m, q)
+            fft = (fshape, Step("c2c", fax, inverse=r2r.fft_inverse,
+                                norm="forward" if r2r.fft_inverse else "backward"))
+        defines = {"MODE": r2r.mode, "PAIR_INNER": int(view.pair_inner),
+                   "REVERSED": int(r2r.reversed)}
+        prev = steps[-1] if steps else None
+        fused = fuse and prev is not None and prev.fft is not None
+        pre_defines = {"STAGE_PRE": 1, **defines}
+        push = dict(outer=outer, nsrc=shape[ax], n=r2r.n, m=m, inner=inner, lines_p=p,
+                    lines_q=q, tbl=tbl)
+        if fused:  # this pre pass reads the previous axis's spectrum through its post
+            prev.fused_next = True
+            pre_defines.update({f"PREV_{k}": v for k, v in prev.post.stage.items()
+                                if k != "STAGE_POST"})
+            pp = prev.post.values
+            push.update(pn=pp["n"], pm=pp["m"], pinner=pp["inner"], pq=pp["lines_q"],
+                        ptbl=pp["tbl"])
+        table = r2r.tables()
+        tables.append(table)
+        tbl += table.size
+        shape[ax] = r2r.n
+        push = {k: push.get(k, 0) for k in DCT_PUSH[2:]}
+        post_threads = outer * r2r.n * inner if r2r.mode == GENERIC else p * m * q
+        steps.append(R2RStep(
+            ElementPass("dct.comp", pre_defines, p * m * q, push, DCT_PUSH, local, precision),
+            ElementPass("dct.comp", {"STAGE_POST": 1, **defines}, post_threads, push, DCT_PUSH,
+                        local, precision),
+            fft, fused, math.prod(shape)))
+        work = max(work, p * m * q)
+    table = np.concatenate(tables).astype(np.complex128 if precision == 64 else np.complex64)
+    stored = [st.size for st in steps[:-1] if not st.fused_next]
+    return R2RSpec(steps, table, work, max(stored, default=0), min(2, len(stored)))

@@ -1,0 +1,146 @@
+"""The life of every device plan (TransformPlan, the DCT/DST plan, a Convolver's, TextureFFT's
+calls): resources, allocated when the plan is built; dispatches, binding the caller's resources
+by name; recorded submissions, a bounded cache keyed by the identity of what they bind; runs,
+queued without waiting. One lock and one cache key per plan, declared here."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import shaders
+from .backends.base import Dispatch
+from .lru import LRU
+
+
+class Recording:
+    """A recorded submission with the dispatches it was recorded from. `run` and `result` are
+    the submission's own (a replay costs no more than the submission's run)."""
+
+    __slots__ = ("submission", "dispatches", "run", "result")
+
+    def __init__(self, submission, dispatches):
+        self.submission, self.dispatches = submission, tuple(dispatches)
+        self.run, self.result = submission.run, submission.result
+
+    @property
+    def dispatch_count(self) -> int:
+        """The dispatches it issues per run."""
+        return len(self.dispatches)
+
+    def stats(self) -> dict:
+        """dispatches per run, buffers uploaded and downloaded per run."""
+        return {"dispatches": len(self.dispatches), "uploads": len(self.submission.uploads),
+                "downloads": len(self.submission.downloads)}
+
+
+class Recorded:
+    """The submissions recorded for the last `size` sets of resources, by their identity: a loop
+    that reuses its buffers or textures replays one, with no recording or allocation per call.
+    An entry is found by the ids of the resources and then checked by `is` (an id may be reused
+    once its object is gone). Callers hold their plan's lock."""
+
+    def __init__(self, size: int):
+        self._lru = LRU(size)  # (tag, ids) -> (resources, Recording)
+
+    @property
+    def size(self) -> int:
+        return self._lru.max_items
+
+    def get(self, resources: tuple, record, tag=()) -> Recording:
+        """The recording for `resources` (and `tag`), made by record() if new."""
+        key = (tag, tuple(map(id, resources)))
+        entry = self._lru.get(key)
+        if entry is None or any(a is not b for a, b in zip(entry[0], resources)):
+            entry = (resources, record())
+            self._lru.put(key, entry)
+        return entry[1]
+
+    def recordings(self) -> list[Recording]:
+        """The recordings held, least recently used first."""
+        return [rec for _, rec in self._lru.values()]
+
+    def clear(self) -> None:
+        self._lru.clear()
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+
+class DevicePlan:
+    """A plan bound to one device. Subclasses allocate their resources in the constructor, set
+    `nbytes` (the device memory they hold) and `dispatch_count` (the dispatches of one call) and
+    implement dispatches(resources); this class records, caches and runs them. `cache_key`: the
+    plan cache's key of the plan (None for one made outside the cache)."""
+
+    # Recorded submissions kept per plan, by the identity of the resources they bind: a render
+    # loop replays one, with no recording or allocation per call (two, alternating work
+    # buffers).
+    RECORDED = 8
+
+    def __init__(self, device, cache_key=None):
+        self.device, self.cache_key = device, cache_key
+        self.nbytes = 0
+        self.dispatch_count = 0
+        # Every call's recording and the plan's shared buffers are used under it, taken after
+        # the device (everywhere: a thread holding the device may call).
+        self.lock = threading.Lock()
+        self.recorded = Recorded(self.RECORDED)
+
+    def dispatches(self, resources: dict | None = None) -> list[list[Dispatch]]:
+        """Each pass's dispatches in order, binding `resources` (name -> buffer or image)."""
+        raise NotImplementedError
+
+    def flat_dispatches(self, resources: dict | None = None) -> list[Dispatch]:
+        """dispatches(resources), every pass's in order in one list."""
+        return [d for ds in self.dispatches(resources) for d in ds]
+
+    def recording(self, objs: tuple, build, tag=(), **transfers) -> Recording:
+        """The recording binding `objs` (by identity, under `tag`) of the dispatches build()
+        makes (with the device's `uploads` and `downloads` in `transfers`), recorded once among
+        the last RECORDED. The caller holds device.current() and the plan's lock."""
+        def record():
+            dispatches = build()
+            return Recording(self.device.record(dispatches, **transfers), dispatches)
+        return self.recorded.get(objs, record, tag)
+
+    def submission(self, resources: dict, tag=()) -> Recording:
+        """The recording of this plan's call on `resources` (name -> buffer or image)."""
+        with self.device.current(), self.lock:
+            names = tuple(sorted(resources))
+            return self.recording(tuple(resources[n] for n in names),
+                                  lambda: self.flat_dispatches(resources), (tag, names))
+
+    def run(self, resources: dict) -> None:
+        """Queue this plan's call on `resources` (the host does not wait)."""
+        self.submission(resources).run(wait=False)
+
+    def recordings(self) -> list[Recording]:
+        """The recordings held, least recently used first."""
+        with self.lock:
+            return self.recorded.recordings()
+
+    def forget_recordings(self) -> None:
+        with self.lock:
+            self.recorded.clear()
+
+    def stats(self) -> dict:
+        """dispatches: of one call; recorded: recorded submissions held; bytes: device memory
+        held."""
+        return {"dispatches": self.dispatch_count, "recorded": len(self.recorded),
+                "bytes": self.nbytes}
+
+
+def run_once(device, dispatches) -> None:
+    """Record and queue `dispatches` once (work on resources no later call binds again)."""
+    with device.current():
+        sub = device.record(dispatches)
+    sub.run(wait=False)
+
+
+def element_dispatches(device, p, buffers) -> list[Dispatch]:
+    """The dispatches of the planner's element pass `p` (planner.ElementPass) binding
+    `buffers`, its program compiled once per device (shaders.program_cache)."""
+    prog = shaders.get_program(device, p.kernel, p.defines(), p.push_names)
+    return [Dispatch(prog, (gx, gy, 1), np.array(p.push(base), np.uint32), tuple(buffers))
+            for base, gx, gy in p.grids(device.info.limits)]

@@ -1,0 +1,85 @@
+"""Element passes: one invocation per element (shaders/dct.comp, shaders/signal.comp), planned
+like the FFT passes (pure Python, no GPU). An ElementPass gives its kernel, `defines()`, its
+dispatches' grids and push values; the device layer only compiles, allocates and binds."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .dispatch import groups_per_dispatch, split_groups
+
+# shaders/signal.comp's push constants
+SIGNAL_PUSH = ("total", "group_base", "ns1", "n1", "off1", "ns2", "n2", "off2", "inner")
+
+
+def local_size(limits) -> int:
+    """Invocations per workgroup of an element pass: 256, or what the device allows."""
+    return min(256, limits.max_invocations, limits.max_group_size[0])
+
+
+@dataclass(frozen=True, eq=False)
+class ElementPass:
+    """`kernel` over `threads` invocations of `local` each, with the `stage` defines and the push
+    values `values` by name (plus `total` and `group_base`, set per dispatch), in `precision`
+    (32 or 64)."""
+
+    kernel: str
+    stage: dict
+    threads: int
+    values: dict
+    push_names: tuple
+    local: int
+    precision: int = 32
+    values_per_invocation: int = 32  # the work budget's estimate of one invocation's traffic
+
+    def defines(self) -> dict:
+        out = {**self.stage, "LOCAL": self.local}
+        if self.precision == 64:
+            out["PRECISION"] = 64
+        return out
+
+    def grids(self, limits) -> list[tuple[int, int, int]]:
+        """(base, gx, gy) dispatches inside the device's grid limits and a dispatch's budget."""
+        return split_groups(-(-self.threads // self.local), limits.max_group_count,
+                            groups_per_dispatch(self.local * self.values_per_invocation))
+
+    def push(self, base: int) -> list[int]:
+        v = dict(self.values, total=self.threads, group_base=base)
+        return [v[k] for k in self.push_names]
+
+
+def product_pass(count: int, precision: int, limits) -> ElementPass:
+    """The complex product of two spectra of `count` elements (signal.comp's STAGE_CMUL)."""
+    return ElementPass("signal.comp", {"STAGE_CMUL": 1}, count,
+                       {k: 0 for k in SIGNAL_PUSH[2:]}, SIGNAL_PUSH, local_size(limits),
+                       precision)
+
+
+def window_passes(shape, spans, complex_: bool, precision: int, limits
+                  ) -> list[tuple[ElementPass, int]]:
+    """The passes cutting [off, off + n) of every axis of an array of `shape` (zero beyond it),
+    two neighbouring axes per pass, at least one pass; with each the elements it writes."""
+    changed = [a for a, (off, n) in enumerate(spans) if off != 0 or n != shape[a]]
+    chunks: list[list[int]] = []
+    for a in changed:
+        if chunks and chunks[-1][-1] == a - 1 and len(chunks[-1]) == 1:
+            chunks[-1].append(a)
+        else:
+            chunks.append([a])
+    reals = 2 if complex_ else 1
+    out, cur_shape = [], list(shape)
+    for chunk in chunks or [[len(shape) - 1]]:
+        new_shape = list(cur_shape)
+        for ax in chunk:
+            new_shape[ax] = spans[ax][1]
+        size = math.prod(new_shape)
+        a0, a1 = chunk[0], chunk[-1]
+        two = len(chunk) == 2
+        push = dict(ns1=cur_shape[a0], n1=new_shape[a0], off1=spans[a0][0],
+                    ns2=cur_shape[a1] if two else 1, n2=new_shape[a1] if two else 1,
+                    off2=spans[a1][0] if two else 0,
+                    inner=math.prod(cur_shape[a1 + 1:]) * reals)
+        out.append((ElementPass("signal.comp", {"STAGE_WINDOW": 1}, size * reals, push,
+                                SIGNAL_PUSH, local_size(limits), precision), size))
+        cur_shape = new_shape
+    return out
