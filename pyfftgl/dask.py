@@ -47,9 +47,9 @@ except ImportError as e:  # the extra is optional; say how to get it
 
 from . import _api
 from . import backends as _backends
+from .kinds import KINDS, ONE_AXIS as _ONE_AXIS
 
-__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
-           "fftn", "ifftn", "rfftn", "irfftn"]
+__all__ = list(KINDS)
 
 
 def _backend_name(backend):
@@ -119,8 +119,6 @@ def _many_axes(name):
     return transform
 
 
-_ONE_AXIS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
-fft, ifft, rfft, irfft, hfft, ihfft = (_one_axis(n) for n in _ONE_AXIS)
-fft2, ifft2, rfft2, irfft2, fftn, ifftn, rfftn, irfftn = (
-    _many_axes(n) for n in ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
-                            "irfftn"))
+# fft, ifft, ..., irfftn: one per kind of the table
+globals().update({name: (_many_axes if spec.nd else _one_axis)(name)
+                  for name, spec in KINDS.items()})

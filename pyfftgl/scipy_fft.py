@@ -17,14 +17,12 @@ import inspect
 import numpy as np
 
 from . import _api, _realtransforms
+from .kinds import KINDS, steps_for
 from .planner import precision_of
 from .backends import BackendUnavailable, get_device
 
 __ua_domain__ = "numpy.scipy.fft"
 
-_FFTS = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
-         "rfftn", "irfftn", "hfft", "ihfft")
-_ND = {"fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn"}
 handled = 0  # calls this backend computed (for tests and curiosity)
 
 
@@ -62,9 +60,9 @@ def _prepare(name, method, args, kwargs):
         return lambda: _realtransforms.execute(call, arr, None)
     if workers is not None and not isinstance(workers, int):
         return NotImplemented
-    if name in _ND and kw.get("s") is not None and kw.get("axes") is None:
+    if KINDS[name].nd and kw.get("s") is not None and kw.get("axes") is None:
         kw["axes"] = tuple(range(-len(kw["s"]), 0))  # scipy's s without axes: the last len(s)
-    call = _api._jobs(name, arr.shape, arr.dtype, **kw)  # numpy's checks, no GPU work
+    call = steps_for(name, arr.shape, arr.dtype, **kw)  # numpy's checks, no GPU work
     device.check_precision(precision_of(call.out_dtype))
     fn = getattr(_api, name)
     return lambda: fn(arr, **kw)
@@ -73,7 +71,7 @@ def _prepare(name, method, args, kwargs):
 def __ua_function__(method, args, kwargs):
     global handled
     name = method.__name__
-    if name not in _FFTS and name not in _realtransforms.FUNCTIONS:
+    if name not in KINDS and name not in _realtransforms.FUNCTIONS:
         return NotImplemented
     try:
         run = _prepare(name, method, args, kwargs)

@@ -21,8 +21,9 @@ from . import _api, _elementwise
 from .planner import precision_of
 from ._realtransforms import _shape_and_axes
 from .backends import get_device
+from ._validate import complex_dtype
 from .device_array import DeviceArray, asarray
-from .planner import Step
+from .kinds import steps_for
 from .plans import Recorded, cached_steps_plan
 
 _PUSH = ("total", "group_base", "ns1", "n1", "off1", "ns2", "n2", "off2", "inner")
@@ -214,12 +215,11 @@ class Convolver:
         they do not fit one submission (then the calls go through the API one by one)."""
         if self._plans is None:
             axes, f = self.fft_axes, self.fshape
-            last = axes[-1]
             view = tuple(f[:-1]) + (f[-1] // 2,)
             spec = tuple(f[:-1]) + (f[-1] // 2 + 1,)
-            fwd = [Step("r2c", last, n=f[last])] + [Step("c2c", a) for a in axes[-2::-1]]
-            inv = [Step("c2c", a, inverse=True) for a in axes[:-1]] + \
-                [Step("c2r", last, n=f[last])]
+            fwd = steps_for("rfftn", f, self.dtype, axes=axes).jobs[0].steps
+            inv = steps_for("irfftn", spec, complex_dtype(self.dtype),
+                            s=[f[a] for a in axes], axes=axes).jobs[0].steps
             plans = (cached_steps_plan(view, tuple(fwd), self.device, self.precision),
                      cached_steps_plan(spec, tuple(inv), self.device, self.precision))
             if any(p.spec.chunks != 1 for p in plans):
