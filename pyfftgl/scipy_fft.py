@@ -49,6 +49,8 @@ def _prepare(name, method, args, kwargs):
         return NotImplemented
     kw.pop("overwrite_x", None)  # never needed: pyfftgl never writes its input
     workers = kw.pop("workers", None)
+    if workers is not None and not isinstance(workers, int):
+        return NotImplemented
     device = get_device(None)
     if name in _realtransforms.FUNCTIONS:
         check, kind, forward = _realtransforms.CHECKS[name]
@@ -57,9 +59,11 @@ def _prepare(name, method, args, kwargs):
                      kw["axis"] if one else kw["axes"], kw["norm"], workers, kw["orthogonalize"])
         if call is not None:
             device.check_precision(call.precision)
-        return lambda: _realtransforms.execute(call, arr, None)
-    if workers is not None and not isinstance(workers, int):
-        return NotImplemented
+        # no axis to transform: scipy returns its input, of its own dtype (float16 included)
+        return lambda: _realtransforms.execute(call, arr if call is not None else x, None)
+    _realtransforms.check_workers(workers)  # scipy's ValueError: declined, scipy raises it
+    if KINDS[name].nd:  # scipy's checks of (s, axes): unique axes, in range, lengths above 0
+        _realtransforms.nd_shape_and_axes(arr.shape, kw.get("s"), kw.get("axes"))
     if KINDS[name].nd and kw.get("s") is not None and kw.get("axes") is None:
         kw["axes"] = tuple(range(-len(kw["s"]), 0))  # scipy's s without axes: the last len(s)
     call = steps_for(name, arr.shape, arr.dtype, **kw)  # numpy's checks, no GPU work
