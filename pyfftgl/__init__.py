@@ -23,7 +23,8 @@ globals().update({kind: getattr(_api, kind) for kind in KINDS})
 from . import signal  # noqa: E402 (after the API it builds on)
 
 __version__ = "0.1.0"
-__all__ = [*KINDS, "fftfreq", "rfftfreq", "fftshift", "ifftshift", "plan", "Plan", "asarray", "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
+__all__ = [*KINDS, "fftfreq", "rfftfreq", "fftshift", "ifftshift", "plan", "Plan", "asarray",
+           "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
            "set_backend", "BackendUnavailable", "DeviceError", "plan_cache", "program_cache",
            "set_device_profile", "device_profile", "dct", "idct", "dst", "idst", "dctn", "idctn",
            "dstn", "idstn", "signal"]
