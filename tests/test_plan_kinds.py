@@ -81,3 +81,21 @@ def test_plan_of_a_2d_kind_on_1d_raises_as_the_function(kind):
     with pytest.raises(IndexError) as got:
         pyfftgl.plan(x.shape, x.dtype, kind=kind)
     assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))
+
+
+def test_the_table_is_numpys_surface():
+    """One row per numpy.fft function, with numpy's default axes; every front end serves the
+    table's kinds with those defaults."""
+    import inspect
+
+    import pyfftgl.scipy_fft  # noqa: F401 (reads the table)
+    from pyfftgl.kinds import KINDS
+    assert set(KINDS) == set(C2C + R2C + C2R)
+    for name, spec in KINDS.items():
+        params = inspect.signature(getattr(np.fft, name)).parameters
+        default = params["axes" if spec.nd else "axis"].default
+        assert spec.default_axes == default and spec.nd == (name not in ONE_AXIS)
+        mine = inspect.signature(getattr(pyfftgl, name)).parameters
+        assert mine["axes" if spec.nd else "axis"].default == default
+        assert spec.family == ("c2c" if name in C2C else "r2c" if name in R2C else "c2r")
+    assert set(KINDS) <= set(pyfftgl.__all__)
