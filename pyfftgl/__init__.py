@@ -7,21 +7,24 @@
 from __future__ import annotations
 
 
-from ._api import (Plan, fft, fft2, fftfreq, fftn, fftshift, hfft, ifft, ifft2, ifftn, ifftshift,
-                   ihfft, irfft, irfft2, irfftn, plan, rfft, rfft2, rfftfreq, rfftn)
+from . import _api
+from ._api import Plan, fftfreq, fftshift, ifftshift, plan, rfftfreq
 from ._realtransforms import dct, dctn, dst, dstn, idct, idctn, idst, idstn
 from .backends import BackendUnavailable, DeviceError, get_device, set_backend
 from .device_array import DeviceArray, asarray
 from .plans import FFTPlan, TransformPlan, plan_cache
 from .profiles import device_profile, set_device_profile
 from .shaders import program_cache
+from .kinds import KINDS
+
+# the numpy.fft functions, one per kind of the table (pyfftgl.fft, ..., pyfftgl.irfftn)
+globals().update({kind: getattr(_api, kind) for kind in KINDS})
 
 from . import signal  # noqa: E402 (after the API it builds on)
 
 __version__ = "0.1.0"
-__all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
-           "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
-           "plan", "Plan", "asarray", "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
+__all__ = [*KINDS, "fftfreq", "rfftfreq", "fftshift", "ifftshift", "plan", "Plan", "asarray",
+           "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
            "set_backend", "BackendUnavailable", "DeviceError", "plan_cache", "program_cache",
            "set_device_profile", "device_profile", "dct", "idct", "dst", "idst", "dctn", "idctn",
            "dstn", "idstn", "signal"]

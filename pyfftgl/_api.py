@@ -15,6 +15,7 @@ from . import _docs
 from . import _validate as v
 from .backends import get_device
 from .device_array import DeviceArray, asarray
+from .kinds import KINDS, Call, steps_for, steps_out_shape
 from .planner import Step, precision_of
 from .plans import cached_steps_plan
 
@@ -24,25 +25,11 @@ rfftfreq = np.fft.rfftfreq
 fftshift = np.fft.fftshift
 ifftshift = np.fft.ifftshift
 
-_SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
-
-
-def _steps_out_shape(shape: tuple[int, ...], steps) -> tuple[int, ...]:
-    """The complex shape `steps` (planner.plan_steps) leave of an upload of `shape`."""
-    out = list(shape)
-    for st in steps:
-        if st.kind == "r2c":
-            out[st.axis] = st.n // 2 + 1
-        elif st.kind == "c2r":
-            out[st.axis] = st.n // 2 if st.n % 2 == 0 and st.axis == len(shape) - 1 else st.n
-    return tuple(out)
-
-
 def _run(x: np.ndarray, steps: tuple[Step, ...], backend) -> np.ndarray:
     """Run `steps` (planner.plan_steps) on the complex64 or complex128 C-contiguous x; returns
     the same dtype."""
     if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
-        return np.zeros(_steps_out_shape(x.shape, steps), x.dtype)
+        return np.zeros(steps_out_shape(x.shape, steps), x.dtype)
     plan = cached_steps_plan(x.shape, tuple(steps), backend, precision_of(x.dtype))
     return plan.execute(x)
 
@@ -73,7 +60,7 @@ def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = Non
                 out_dtype=None, pins: _Pins | None = None) -> DeviceArray:
     """Run `steps` on a complex device array into a new device array or `out` (of d's dtype,
     or the real `out_dtype`), with no host transfer."""
-    shape = _steps_out_shape(d.shape, steps)
+    shape = steps_out_shape(d.shape, steps)
     out_dtype = np.dtype(d.dtype if out_dtype is None else out_dtype)
     if out_dtype.kind == "f":
         shape = shape[:-1] + (shape[-1] * 2,)
@@ -101,37 +88,24 @@ def _run_device(d: DeviceArray, steps: list[Step], out: DeviceArray | None = Non
     return out if out is not None else DeviceArray(buf, shape, out_dtype, d.device)
 
 
-def _via_host(name, d: DeviceArray, out, **kwargs) -> DeviceArray:
+def _via_host(kind, d: DeviceArray, out, kwargs) -> DeviceArray:
     """A device-array case that needs host-side preparation: through the host and back."""
     if out is not None:
         raise TypeError("out= is not supported with device arrays")
-    return asarray(_KINDS[name](d.get(), backend=d.device, **kwargs), backend=d.device)
+    result = _FUNCTIONS[kind](d.get(), backend=d.device, **kwargs)
+    return asarray(result, backend=d.device)
 
 
-def _device_nd(name, d: DeviceArray, s, axes, norm, out, inverse=False, pins=None):
-    """fftn-style calls on a device array: on the device when no cropping/padding or dtype
-    change is needed, else through the host."""
-    s, axes = v.shape_and_axes(d, s, axes, invreal=name in ("irfft", "irfftn", "irfft2"))
-    norm = v.norm(norm, name.startswith("i"))
-    same = all(d.shape[ax] == n for ax, n in zip(axes, s)) and len(set(axes)) == len(axes)
-    last, n_last = axes[-1], s[-1]
-    complex_in = d.dtype in (np.complex64, np.complex128)
-    if name in ("fft", "ifft", "fftn", "ifftn", "fft2", "ifft2") and same and complex_in:
-        return _run_device(d, [Step("c2c", ax, inverse=inverse, norm=norm) for ax in axes[::-1]],
-                           out, pins=pins)
-    innermost_even = last == d.ndim - 1 and n_last % 2 == 0
-    if name in ("rfft", "rfftn", "rfft2") and same and innermost_even and not complex_in:
-        steps = [Step("r2c", last, n=n_last, norm=norm)] + [Step("c2c", ax, inverse=False, norm=norm) for ax in axes[-2::-1]]
-        return _run_device(d.view(v.complex_dtype(d.dtype)), steps, out, pins=pins)
-    if name in ("irfft", "irfftn", "irfft2") and innermost_even \
-            and complex_in and d.shape[last] == n_last // 2 + 1 \
-            and all(d.shape[ax] == n for ax, n in zip(axes[:-1], s[:-1])) \
-            and len(set(axes)) == len(axes):
-        steps = [Step("c2c", ax, inverse=True, norm=norm) for ax in axes[:-1]] + [Step("c2r", last, n=n_last, norm=norm)]
-        return _run_device(d, steps, out, v.real_of(d.dtype), pins)
-    if name in ("fft", "ifft", "rfft", "irfft"):
-        return _via_host(name, d, out, n=s[0], axis=axes[0], norm=norm)
-    return _via_host(name, d, out, s=s, axes=axes, norm=norm)
+def _device_call(kind, d: DeviceArray, out, pins: _Pins | None = None, **kwargs):
+    """A call on a device array: its one job run in place on the device where the array is
+    that job's upload as it stands (kinds.Call.device_job), else through the host."""
+    call = steps_for(kind, d.shape, d.dtype, **kwargs)
+    job = call.device_job(d.shape, d.dtype)
+    if job is None:
+        return _via_host(kind, d, out, kwargs)
+    src = d.view(job.dtype) if job.as_reals else d
+    return _run_device(src, list(job.steps), out, call.out_dtype if call.real_output else None,
+                       pins)
 
 
 def _check_out(out, shape, dtype, ufunc: str) -> None:
@@ -160,152 +134,13 @@ def _finish(result: np.ndarray, out):
     return out
 
 
-@dataclass(frozen=True)
-class _Job:
-    """One submission of a call: the array so far cropped or zero-padded to `sizes` along
-    `axes`, uploaded as `dtype` (complex64, or complex128 computed in double) of `shape`
-    (`as_reals`: the reals of an even innermost axis viewed as half as many complex values),
-    then `steps` run on the device."""
-
-    axes: tuple[int, ...]
-    sizes: tuple[int, ...]
-    steps: tuple[Step, ...]
-    shape: tuple[int, ...]
-    as_reals: bool = False
-    dtype: np.dtype = np.dtype(np.complex64)
-
-    @property
-    def precision(self) -> int:
-        return precision_of(self.dtype)
-
-    def upload(self, result: np.ndarray) -> np.ndarray:
-        x = v.fit(result, self.axes, self.sizes)
-        if self.as_reals:  # n reals viewed as n/2 complex: the packing trick of realfft.comp
-            return np.ascontiguousarray(x.astype(v.real_of(self.dtype))).view(self.dtype)
-        return np.ascontiguousarray(x, dtype=self.dtype)
-
-
-@dataclass(frozen=True)
-class _Call:
-    """What a call of a numpy.fft function does: its jobs, in order, and its result."""
-
-    jobs: tuple[_Job, ...]
-    out_shape: tuple[int, ...]
-    out_dtype: np.dtype
-    conj_input: bool = False  # hfft
-    conj_output: bool = False  # ihfft
-    real_output: bool = False  # the c2r kinds: the result's real samples,
-    reals_as_complex: bool = False  # computed as half as many complex values (even innermost n)
-
-
-def _job(shape, group, steps, dtype, as_reals=False) -> _Job:
-    """The job that fits the array of `shape` to `group`'s (axis, n) pairs and runs `steps` on
-    it as `dtype`."""
-    axes, sizes = tuple(ax for ax, _ in group), tuple(n for _, n in group)
-    up = list(shape)
-    for ax, n in group:
-        up[ax] = n
-    if as_reals:
-        up[-1] //= 2
-    return _Job(axes, sizes, tuple(steps), tuple(up), as_reals, np.dtype(dtype))
-
-
-def _c2c_jobs(x, s, axes, norm, inverse) -> _Call:
-    cdtype = v.complex_dtype(x.dtype)
-    s, axes = v.shape_and_axes(x, s, axes)
-    norm = v.norm(norm, inverse)
-    jobs, shape = [], x.shape
-    # numpy transforms the listed axes last to first; runs of distinct axes go to the device
-    # together (crop/pad along one axis commutes with transforms along the others).
-    for group in v.distinct_runs(list(zip(axes, s))[::-1]):
-        jobs.append(_job(shape, group, [Step("c2c", ax, inverse=inverse, norm=norm)
-                                        for ax, _ in group], cdtype))
-        shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
-    return _Call(tuple(jobs), tuple(shape), cdtype)
-
-
-def _r2c_jobs(x, s, axes, norm, name, conj_output=False) -> _Call:
-    s, axes = v.shape_and_axes(x, s, axes)
-    last, n_last = axes[-1], s[-1]
-    v.real_dtype(x.dtype, name, n_last)
-    cdtype = v.complex_dtype(x.dtype)
-    norm = v.norm(norm)
-    runs = v.distinct_runs([(last, n_last)] + list(zip(axes[:-1], s[:-1]))[::-1])
-    steps = [Step("r2c", last, n=n_last, norm=norm)]
-    steps += [Step("c2c", ax, norm=norm) for ax, _ in runs[0][1:]]
-    jobs = [_job(x.shape, runs[0], steps, cdtype,
-                 as_reals=n_last % 2 == 0 and last == x.ndim - 1)]
-    shape = _steps_out_shape(jobs[0].shape, jobs[0].steps)
-    for group in runs[1:]:  # only for repeated axes
-        jobs.append(_job(shape, group, [Step("c2c", ax, norm=norm) for ax, _ in group], cdtype))
-        shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
-    return _Call(tuple(jobs), shape, cdtype, conj_output=conj_output)
-
-
-def _c2r_jobs(x, s, axes, norm, conj_input=False) -> _Call:
-    cdtype = v.complex_dtype(x.dtype)
-    s, axes = v.shape_and_axes(x, s, axes, invreal=True)
-    norm = v.norm(norm, True)
-    last, n_last = axes[-1], s[-1]
-    if n_last < 1:
-        raise ValueError(f"Invalid number of FFT data points ({n_last}) specified.")
-    runs = v.distinct_runs(list(zip(axes[:-1], s[:-1])) + [(last, n_last)])
-    jobs, shape = [], x.shape
-    for i, group in enumerate(runs):
-        final = i == len(runs) - 1
-        fitted = [(ax, n // 2 + 1 if final and k == len(group) - 1 else n)
-                  for k, (ax, n) in enumerate(group)]
-        steps = [Step("c2c", ax, inverse=True, norm=norm)
-                 for ax, _ in (group[:-1] if final else group)]
-        if final:
-            steps.append(Step("c2r", last, n=n_last, norm=norm))
-        jobs.append(_job(shape, fitted, steps, cdtype))
-        shape = _steps_out_shape(jobs[-1].shape, jobs[-1].steps)
-    halves = n_last % 2 == 0 and last == x.ndim - 1
-    if halves:
-        shape = shape[:-1] + (shape[-1] * 2,)  # n/2 complex values are the n reals
-    # numpy's irfft of float16 returns result_type(float16, 1.0); with more axes its ifft steps
-    # have made the data complex64 first, and the result is float32 (float64 in double)
-    dtype = np.float16 if x.dtype == np.float16 and len(axes) == 1 else v.real_of(cdtype)
-    return _Call(tuple(jobs), shape, np.dtype(dtype), conj_input=conj_input, real_output=True,
-                 reals_as_complex=halves)
-
-
-_C2C = {"fft": False, "ifft": True, "fftn": False, "ifftn": True, "fft2": False, "ifft2": True}
-_R2C = ("rfft", "rfftn", "rfft2", "ihfft")
-_C2R = ("irfft", "irfftn", "irfft2", "hfft")
-_ONE_AXIS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
-
-
-def _one_axis(kind, shape, n, axis) -> tuple[list[int], list[int]]:
-    """(s, axes) of a 1-D function: its axis, and n or its default length."""
-    ax = v.axis(axis, len(shape))
-    default = 2 * (shape[ax] - 1) if kind in ("irfft", "hfft") else shape[ax]
-    return [v.length(n, default)], [ax]
-
-
-def _jobs(kind, shape, dtype, *, n=None, axis=-1, s=None, axes=None, norm=None) -> _Call:
-    """How numpy.fft.<kind> on an array of `shape` and `dtype` runs on the device: its jobs and
-    its result's shape and dtype, the arguments checked in numpy's order, with numpy's
-    exceptions, before any GPU work. Plan builds its device plans from it."""
-    x = np.broadcast_to(np.zeros((), dtype), shape)  # the checks read only shape and dtype
-    x = v.as_array(x, kind)  # in native byte order
-    if kind in _ONE_AXIS:
-        s, axes = _one_axis(kind, shape, n, axis)
-    if kind in ("hfft", "ihfft"):
-        norm = _SWAP[v.norm(norm, True)]
-    if kind in _C2C:
-        return _c2c_jobs(x, s, axes, norm, _C2C[kind])
-    if kind in _R2C:
-        return _r2c_jobs(x, s, axes, norm, kind, conj_output=kind == "ihfft")
-    return _c2r_jobs(x, s, axes, norm, conj_input=kind == "hfft")
-
-
-def _execute(call: _Call, arr: np.ndarray, backend, plans=None) -> np.ndarray:
+def _execute(call: Call, arr: np.ndarray, backend, plans=None) -> np.ndarray:
     """Run a call's jobs on the host array `arr`; the result as numpy returns it. `plans`: the
     device plan of each job (a Plan's), else the cache's."""
     cdtype = v.complex_dtype(arr.dtype)
-    result = np.asarray(arr, cdtype) if call.real_output or not call.jobs else arr
+    if not call.jobs:  # no axis to transform: numpy returns its input
+        return arr
+    result = np.asarray(arr, cdtype) if call.real_output else arr
     if call.conj_input:
         result = np.conj(result)
     for i, job in enumerate(call.jobs):
@@ -323,102 +158,37 @@ def _execute(call: _Call, arr: np.ndarray, backend, plans=None) -> np.ndarray:
     return result
 
 
-def _device_call(kind, d: DeviceArray, out, *, n=None, axis=-1, s=None, axes=None, norm=None,
-                 pins: _Pins | None = None):
-    """A call on a device array: on the device where the kind allows, else through the host."""
-    if kind in ("hfft", "ihfft"):  # conjugation and a real result: through the host
-        return _via_host(kind, d, out, n=n, axis=axis, norm=norm)
-    if kind in _ONE_AXIS:
-        s, axes = _one_axis(kind, d.shape, n, axis)
-    return _device_nd(kind, d, s, axes, norm, out, _C2C.get(kind, False), pins)
-
-
-def _ufunc(kind: str, call: _Call) -> str:
-    """The name numpy's messages give the ufunc behind `kind` (its out= cast error)."""
-    if kind == "ihfft":
-        return "conjugate"
-    if kind in _R2C:
-        return f"rfft_n_{'odd' if call.jobs[0].steps[0].n % 2 else 'even'}"
-    if kind in _C2R:
-        return "irfft"
-    return "ifft" if _C2C[kind] else "fft"
-
-
 def _call(kind, a, out, backend, **kwargs):
     """numpy.fft.<kind>(a, **kwargs) on the device."""
     if isinstance(a, DeviceArray):
         _device_args(a, out, backend)
         return _device_call(kind, a, out, **kwargs)
     arr = v.as_array(a, kind)
-    call = _jobs(kind, arr.shape, arr.dtype, **kwargs)
-    _check_out(out, call.out_shape, call.out_dtype, _ufunc(kind, call))
+    call = steps_for(kind, arr.shape, arr.dtype, **kwargs)
+    _check_out(out, call.out_shape, call.out_dtype, call.ufunc)
+    if not call.jobs:  # no axis to transform: numpy returns its input, as it is
+        return _finish(np.asarray(a), out)
     return _finish(_execute(call, arr, backend), out)
 
 
-# The transforms' docstrings (numpy's layout: parameters, returns, raises, notes, an example)
-# are assembled in _docs.py from shared text and set below.
-def fft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    return _call("fft", a, out, backend, n=n, axis=axis, norm=norm)
+def _function(kind: str):
+    """The numpy.fft function `kind` of the table: numpy's signature (the kind's default axes,
+    keyword-only `backend`) and its docstring (numpy's layout, assembled in _docs.py)."""
+    spec = KINDS[kind]
+    if spec.nd:
+        def transform(a, s=None, axes=spec.default_axes, norm=None, out=None, *, backend=None):
+            return _call(kind, a, out, backend, s=s, axes=axes, norm=norm)
+    else:
+        def transform(a, n=None, axis=spec.default_axes, norm=None, out=None, *, backend=None):
+            return _call(kind, a, out, backend, n=n, axis=axis, norm=norm)
+    transform.__name__ = transform.__qualname__ = kind
+    transform.__doc__ = _docs.docstring(kind)
+    return transform
 
 
-def ifft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    return _call("ifft", a, out, backend, n=n, axis=axis, norm=norm)
-
-
-def fftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
-    return _call("fftn", a, out, backend, s=s, axes=axes, norm=norm)
-
-
-def ifftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
-    return _call("ifftn", a, out, backend, s=s, axes=axes, norm=norm)
-
-
-def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
-    return _call("fft2", a, out, backend, s=s, axes=axes, norm=norm)
-
-
-def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
-    return _call("ifft2", a, out, backend, s=s, axes=axes, norm=norm)
-
-
-def rfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    return _call("rfft", a, out, backend, n=n, axis=axis, norm=norm)
-
-
-def irfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    return _call("irfft", a, out, backend, n=n, axis=axis, norm=norm)
-
-
-def rfftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
-    return _call("rfftn", a, out, backend, s=s, axes=axes, norm=norm)
-
-
-def irfftn(a, s=None, axes=None, norm=None, out=None, *, backend=None):
-    return _call("irfftn", a, out, backend, s=s, axes=axes, norm=norm)
-
-
-def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
-    return _call("rfft2", a, out, backend, s=s, axes=axes, norm=norm)
-
-
-def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, backend=None):
-    return _call("irfft2", a, out, backend, s=s, axes=axes, norm=norm)
-
-
-def hfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    return _call("hfft", a, out, backend, n=n, axis=axis, norm=norm)
-
-
-def ihfft(a, n=None, axis=-1, norm=None, out=None, *, backend=None):
-    return _call("ihfft", a, out, backend, n=n, axis=axis, norm=norm)
-
-
-_KINDS = {"fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "hfft": hfft, "ihfft": ihfft,
-          "fftn": fftn, "ifftn": ifftn, "rfftn": rfftn, "irfftn": irfftn, "fft2": fft2,
-          "ifft2": ifft2, "rfft2": rfft2, "irfft2": irfft2}
-_ND = {"fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2"}
-for _kind, _func in _KINDS.items():
-    _func.__doc__ = _docs.docstring(_kind)
+# fft, ifft, ..., irfftn: this module's public functions, one per kind of the table
+_FUNCTIONS = {kind: _function(kind) for kind in KINDS}
+globals().update(_FUNCTIONS)
 
 
 class Plan:
@@ -450,21 +220,24 @@ class Plan:
 
     def __init__(self, shape, dtype=np.complex64, axes=None, kind="fftn", norm=None, s=None,
                  n=None, backend=None):
-        if kind not in _KINDS:
-            raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
         self.shape, self.dtype, self.kind = tuple(int(x) for x in shape), np.dtype(dtype), kind
         self.norm, self.backend = v.norm(norm), backend
-        if kind in _ND:
-            self._kwargs = dict(s=s, axes=axes, norm=self.norm)
+        spec = KINDS[kind]
+        if spec.nd:  # axes=None is the function's default axes (fft2's are (-2, -1))
+            self._kwargs = dict(s=s, axes=spec.default_axes if axes is None else axes,
+                                norm=self.norm)
         else:  # a 1-D function: one axis, given as an int or a 1-sequence
             if axes is not None and not isinstance(axes, (int, np.integer)):
                 if len(axes) != 1:
                     raise ValueError(f"{kind} transforms one axis, got axes={axes!r}")
                 axes = axes[0]
-            self._kwargs = dict(n=n, axis=-1 if axes is None else axes, norm=self.norm)
+            self._kwargs = dict(n=n, axis=spec.default_axes if axes is None else axes,
+                                norm=self.norm)
         # validated as the function validates; the device plans of the jobs it runs, kept with
         # the call
-        self._call = call = _jobs(kind, self.shape, self.dtype, **self._kwargs)
+        self._call = call = steps_for(kind, self.shape, self.dtype, **self._kwargs)
         self._build()
         self.out_shape, self.out_dtype = call.out_shape, call.out_dtype
         self._replay = None  # (src, out, their buffers, queue it again) of the last device call
@@ -510,7 +283,7 @@ class Plan:
             raise ValueError(f"this plan transforms {self.dtype} arrays, got {a.dtype}")
         if any(p.device.lost for p in self.device_plans):  # host data: on the backend's new device
             self._build()
-        _check_out(out, self.out_shape, self.out_dtype, _ufunc(self.kind, self._call))
+        _check_out(out, self.out_shape, self.out_dtype, self._call.ufunc)
         return _finish(_execute(self._call, v.as_array(a, self.kind), self.backend,
                                 self._job_plans), out)
 
@@ -551,8 +324,8 @@ def plan(shape, dtype=np.complex64, axes=None, kind="fftn", norm=None, s=None, n
     axes : int or sequence of ints, optional
         The function's `axes`, or for a 1-D kind its `axis` (an int or a 1-sequence).
     kind : str, optional
-        The numpy.fft function: "fft", "ifft", "fft2", "ifft2", "fftn" (the default), "ifftn",
-        "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn", "hfft" or "ihfft".
+        The numpy.fft function, by name: one of pyfftgl.kinds.KINDS ("fftn", the default,
+        "fft", "rfft2", ...).
     norm, s, n, backend
         As the function takes them (`n` for the 1-D kinds, `s` for the others).
 

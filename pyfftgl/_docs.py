@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+from .kinds import KINDS
+
 _A = """a : array_like or DeviceArray
     Input data. numpy arrays in any byte order and layout are copied to the device (the
     caller's array is never modified); a DeviceArray (pyfftgl.asarray) stays on it."""
@@ -182,7 +184,7 @@ def docstring(kind: str) -> str:
                  ", of the input's shape with `n` or `s` applied")
         returns = _RETURNS_COMPLEX.format(shape=shape)
     complex_note = "complex input (rfft functions), " if real_in else ""
-    device = (_DEVICE_HOST if kind in ("hfft", "ihfft") else _DEVICE_R2C if real_in else
+    device = (_DEVICE_HOST if KINDS[kind].conjugate else _DEVICE_R2C if real_in else
               _DEVICE_C2R if real_out else _DEVICE_C2C.format(lengths="n" if one_axis else "s"))
     lines = [summary, "", "Parameters", "----------", *map(_block, params), "", "Returns",
              "-------", _block(returns), "", "Raises", "------",

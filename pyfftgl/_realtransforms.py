@@ -49,9 +49,11 @@ def _inorm(norm, forward: bool) -> int:
     return inorm if forward else 2 - inorm
 
 
-def _workers(workers) -> None:
+def check_workers(workers) -> None:
+    """scipy's checks of `workers` (the count of CPU threads it would use), its messages."""
     if workers is None:
         return
+    workers = operator.index(workers)  # scipy's TypeError for a float
     import os
     cpus = os.cpu_count() or 1
     if workers < 0 and workers < -cpus:
@@ -81,8 +83,8 @@ def _ints(x, name: str) -> list[int]:
         raise ValueError(f"{name} must be a scalar or iterable of integers") from e
 
 
-def _shape_and_axes(shape_in, s, axes):
-    """scipy's _init_nd_shape_and_axes."""
+def nd_shape_and_axes(shape_in, s, axes):
+    """scipy's _init_nd_shape_and_axes: its checks of (s, axes), its messages."""
     ndim = len(shape_in)
     if axes is not None:
         axes = [a + ndim if a < 0 else a for a in _ints(axes, "axes")]
@@ -108,8 +110,13 @@ def _shape_and_axes(shape_in, s, axes):
     return list(s), list(axes)
 
 
+
+
 def _one_axis_shape(shape_in, n, axis):
-    """scipy's 1-D (n, axis): IndexError for an axis outside the shape (as its shape[axis])."""
+    """scipy's 1-D (n, axis) in its order: a length below 1, then IndexError for an axis outside
+    the shape (0-d input included), as its shape[axis]."""
+    if isinstance(n, Number) and not isinstance(n, complex) and n < 1:
+        raise ValueError(f"invalid number of data points ({n}) specified")
     length = shape_in[axis]  # IndexError: tuple index out of range, as scipy
     ax = operator.index(axis) % len(shape_in)
     if n is None:
@@ -130,8 +137,8 @@ class _Call:
     """A checked call: the real shape the device sees, the axes' transforms, the dtypes."""
 
     def __init__(self, kind, forward, shape, dtype, type_, s, axes, norm, workers, orthogonalize):
-        _workers(workers)
         inorm = _inorm(norm, forward)
+        check_workers(workers)
         t = _type(type_, kind)
         if not forward:
             t = {2: 3, 3: 2}.get(t, t)
@@ -157,15 +164,17 @@ class _Call:
 
 def _call(kind, forward, x, type_, n, axis, norm, workers, orthogonalize) -> _Call:
     shape, dtype = _shape_dtype(x)
+    _inorm(norm, forward)  # scipy checks the norm and workers before the length and axis
+    check_workers(workers)
     s, axes = _one_axis_shape(shape, n, axis)
     return _Call(kind, forward, shape, dtype, type_, s, axes, norm, workers, orthogonalize)
 
 
 def _calln(kind, forward, x, type_, s, axes, norm, workers, orthogonalize) -> _Call | None:
     shape, dtype = _shape_dtype(x)
-    s, axes = _shape_and_axes(shape, s, axes)
+    s, axes = nd_shape_and_axes(shape, s, axes)
     if not axes:
-        return None  # scipy returns its input
+        return None  # scipy returns its input (0-d input too), with no more checks
     return _Call(kind, forward, shape, dtype, type_, s, axes, norm, workers, orthogonalize)
 
 
@@ -174,8 +183,6 @@ def _shape_dtype(x):
         x.buffer  # noqa: B018 (ValueError once closed)
         return x.shape, x.dtype
     arr = _as_float_array(x)
-    if arr.ndim == 0:
-        raise IndexError("tuple index out of range")
     return arr.shape, arr.dtype
 
 
@@ -253,8 +260,8 @@ def execute(call: "_Call | None", x, backend, out=None):
     `out` when given)."""
     if out is not None and not (isinstance(x, DeviceArray) and isinstance(out, DeviceArray)):
         raise TypeError("out= is for DeviceArray input: a DeviceArray on the same device")
-    if call is None:
-        return x
+    if call is None:  # no axis: scipy.fft returns its input as an array (the same ndarray)
+        return x if isinstance(x, DeviceArray) else np.asarray(x)
     if isinstance(x, DeviceArray):
         if out is not None and (out.device is not x.device or out.shape != call.out_shape
                                 or out.dtype != call.dtype or out.buffer is x.buffer):

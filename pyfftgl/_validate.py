@@ -59,23 +59,28 @@ def axis(value, ndim: int) -> int:
 
 def shape_and_axes(arr: np.ndarray, s, axes, invreal: bool = False) -> tuple[list[int], list[int]]:
     """numpy 2's (s, axes) for the N-D functions: defaults, the deprecated s-without-axes form,
-    -1 for "the input's length", and the irfftn default for the last axis."""
-    shapeless = s is None
+    -1 (or None) for "the input's length", and the irfftn default for the last axis. The lengths
+    are not checked here: numpy checks each as it transforms its axis (positive_length)."""
+    shapeless, given = s is None, axes
+    if not shapeless:
+        s = list(s)
+        if axes is not None and len(s) != len(axes):  # numpy's first check
+            raise ValueError("Shape and axes have different lengths.")
     if axes is not None:
         axes = [axis(ax, arr.ndim) for ax in axes]
     if shapeless:
         s = list(arr.shape) if axes is None else [arr.shape[ax] for ax in axes]
-    s = list(s)
     if axes is None:
         if not shapeless:
             warnings.warn("`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy "
-                          "2.0).", DeprecationWarning, stacklevel=4)
+                          "2.0).", DeprecationWarning, stacklevel=6)
         if len(s) > arr.ndim:  # numpy's axes range(-len(s), 0) start out of bounds
             raise np.exceptions.AxisError(-len(s), arr.ndim)
         axes = list(range(arr.ndim - len(s), arr.ndim))
-    if len(s) != len(axes):
-        raise ValueError("Shape and axes have different lengths.")
     if invreal and shapeless:
+        if not axes:  # numpy reads a.shape[axes[-1]], of the caller's axes or its own list
+            raise IndexError(f"{'tuple' if isinstance(given, tuple) else 'list'} index out of "
+                             "range")
         s[-1] = (arr.shape[axes[-1]] - 1) * 2
     if None in s:
         warnings.warn("Passing an array containing `None` values to `s` is deprecated in NumPy "
@@ -83,14 +88,17 @@ def shape_and_axes(arr: np.ndarray, s, axes, invreal: bool = False) -> tuple[lis
                       "default behaviour of the corresponding 1-D transform, pass the value "
                       "matching the default for its `n` parameter. To use the default behaviour "
                       "for every axis, the `s` argument can be omitted.", DeprecationWarning,
-                      stacklevel=4)
-    out = []
-    for n, ax in zip(s, axes):
-        n = arr.shape[ax] if n is None or n == -1 else operator.index(n)
-        if n < 1:
-            raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
-        out.append(n)
+                      stacklevel=6)
+        if invreal and s[-1] is None:  # irfft's default length
+            s[-1] = (arr.shape[axes[-1]] - 1) * 2
+    out = [arr.shape[ax] if n is None or n == -1 else operator.index(n) for n, ax in zip(s, axes)]
     return out, axes
+
+
+def positive_length(n: int) -> None:
+    """numpy's check of a transform length, made as it transforms that axis."""
+    if n < 1:
+        raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
 
 
 def distinct_runs(pairs: list) -> list[list]:
@@ -131,14 +139,12 @@ def real_dtype(dtype: np.dtype, name: str, n: int = 0) -> None:
     complex_dtype(dtype)
 
 
-def length(n, default: int) -> int:
-    """The transform length: `n` if given (an integer >= 1), else the axis length."""
-    if isinstance(n, (bool, np.bool_)):
+def length_arg(n, bool_ok: bool = False) -> int:
+    """A 1-D function's `n` as an integer (its sign is checked later, in numpy's order). numpy's
+    fft refuses a bool, its rfft takes one as 0 or 1."""
+    if isinstance(n, (bool, np.bool_)) and not bool_ok:
         raise TypeError("an integer is required")
-    value = default if n is None else operator.index(n)
-    if value < 1:
-        raise ValueError(f"Invalid number of FFT data points ({value}) specified.")
-    return value
+    return operator.index(n)
 
 
 def complex_dtype(dtype: np.dtype) -> np.dtype:

@@ -48,9 +48,9 @@ except ImportError as e:  # the extra is optional; say how to get it
 from . import _api
 from . import backends as _backends
 from . import dask_pencil
+from .kinds import KINDS, ONE_AXIS as _ONE_AXIS
 
-__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
-           "fftn", "ifftn", "rfftn", "irfftn"]
+__all__ = list(KINDS) + ["fftconvolve"]
 
 
 def _backend_name(backend):
@@ -121,11 +121,9 @@ def _many_axes(name):
     return transform
 
 
-_ONE_AXIS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
-fft, ifft, rfft, irfft, hfft, ihfft = (_one_axis(n) for n in _ONE_AXIS)
-fft2, ifft2, rfft2, irfft2, fftn, ifftn, rfftn, irfftn = (
-    _many_axes(n) for n in ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
-                            "irfftn"))
+# fft, ifft, ..., irfftn: one per kind of the table
+_FUNCTIONS = {name: (_many_axes if spec.nd else _one_axis)(name) for name, spec in KINDS.items()}
+globals().update(_FUNCTIONS)
 
 
 def fftconvolve(in1, in2, mode="full", axes=None, *, backend=None, max_block_bytes=None):
@@ -147,7 +145,8 @@ def fftconvolve(in1, in2, mode="full", axes=None, *, backend=None, max_block_byt
         in1, in2 = in2, in1  # scipy swaps, for one input at least as large in every axis
     s = tuple(in1.shape[a] + in2.shape[a] - 1 for a in axes)
     real = not (np.iscomplexobj(in1._meta) or np.iscomplexobj(in2._meta))
-    fwd, inv = (rfftn, irfftn) if real else (fftn, ifftn)
+    fwd, inv = (_FUNCTIONS["rfftn"], _FUNCTIONS["irfftn"]) if real else (
+        _FUNCTIONS["fftn"], _FUNCTIONS["ifftn"])
     kw = {"axes": axes, "backend": backend, "max_block_bytes": max_block_bytes}
     f1 = fwd(in1, s=s, out_chunks="transposed", **kw)
     f2 = fwd(in2, s=s, out_chunks="transposed", **kw)

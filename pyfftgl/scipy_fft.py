@@ -17,14 +17,12 @@ import inspect
 import numpy as np
 
 from . import _api, _realtransforms
+from .kinds import KINDS, steps_for
 from .planner import precision_of
 from .backends import BackendUnavailable, get_device
 
 __ua_domain__ = "numpy.scipy.fft"
 
-_FFTS = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
-         "rfftn", "irfftn", "hfft", "ihfft")
-_ND = {"fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn"}
 handled = 0  # calls this backend computed (for tests and curiosity)
 
 
@@ -51,6 +49,8 @@ def _prepare(name, method, args, kwargs):
         return NotImplemented
     kw.pop("overwrite_x", None)  # never needed: pyfftgl never writes its input
     workers = kw.pop("workers", None)
+    if workers is not None and not isinstance(workers, int):
+        return NotImplemented
     device = get_device(None)
     if name in _realtransforms.FUNCTIONS:
         check, kind, forward = _realtransforms.CHECKS[name]
@@ -59,12 +59,14 @@ def _prepare(name, method, args, kwargs):
                      kw["axis"] if one else kw["axes"], kw["norm"], workers, kw["orthogonalize"])
         if call is not None:
             device.check_precision(call.precision)
-        return lambda: _realtransforms.execute(call, arr, None)
-    if workers is not None and not isinstance(workers, int):
-        return NotImplemented
-    if name in _ND and kw.get("s") is not None and kw.get("axes") is None:
+        # no axis to transform: scipy returns its input, of its own dtype (float16 included)
+        return lambda: _realtransforms.execute(call, arr if call is not None else x, None)
+    _realtransforms.check_workers(workers)  # scipy's ValueError: declined, scipy raises it
+    if KINDS[name].nd:  # scipy's checks of (s, axes): unique axes, in range, lengths above 0
+        _realtransforms.nd_shape_and_axes(arr.shape, kw.get("s"), kw.get("axes"))
+    if KINDS[name].nd and kw.get("s") is not None and kw.get("axes") is None:
         kw["axes"] = tuple(range(-len(kw["s"]), 0))  # scipy's s without axes: the last len(s)
-    call = _api._jobs(name, arr.shape, arr.dtype, **kw)  # numpy's checks, no GPU work
+    call = steps_for(name, arr.shape, arr.dtype, **kw)  # numpy's checks, no GPU work
     device.check_precision(precision_of(call.out_dtype))
     fn = getattr(_api, name)
     return lambda: fn(arr, **kw)
@@ -73,7 +75,7 @@ def _prepare(name, method, args, kwargs):
 def __ua_function__(method, args, kwargs):
     global handled
     name = method.__name__
-    if name not in _FFTS and name not in _realtransforms.FUNCTIONS:
+    if name not in KINDS and name not in _realtransforms.FUNCTIONS:
         return NotImplemented
     try:
         run = _prepare(name, method, args, kwargs)

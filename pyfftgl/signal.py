@@ -18,11 +18,13 @@ import math
 import numpy as np
 
 from . import _api
-from ._realtransforms import _shape_and_axes
+from ._realtransforms import nd_shape_and_axes
 from .backends import get_device
+from ._validate import complex_dtype
 from .device_array import DeviceArray, asarray
 from .device_plan import DevicePlan, element_dispatches, run_once
-from .planner import Step, precision_of, product_pass, window_passes
+from .kinds import steps_for
+from .planner import precision_of, product_pass, window_passes
 from .plans import cached_steps_plan
 
 _MODES = ("full", "same", "valid")
@@ -65,7 +67,7 @@ def _swap_needed(mode, s1, s2, axes) -> bool:
 def _conv_axes(s1, s2, mode, axes):
     """scipy's _init_freq_conv_axes on shapes: (axes, swapped)."""
     noaxes = axes is None
-    _, axes = _shape_and_axes(s1, None, axes)
+    _, axes = nd_shape_and_axes(s1, None, axes)
     if not noaxes and not len(axes):
         raise ValueError("when provided, axes cannot be empty")
     axes = [a for a in axes if s1[a] != 1 and s2[a] != 1]
@@ -276,11 +278,11 @@ class ConvolvePlan(DevicePlan):
     def __init__(self, conv: "Convolver"):
         super().__init__(conv.device)
         dev, f, axes = conv.device, conv.fshape, conv.fft_axes
-        last = axes[-1]
         view = tuple(f[:-1]) + (f[-1] // 2,)
         spec = tuple(f[:-1]) + (f[-1] // 2 + 1,)
-        fwd = [Step("r2c", last, n=f[last])] + [Step("c2c", a) for a in axes[-2::-1]]
-        inv = [Step("c2c", a, inverse=True) for a in axes[:-1]] + [Step("c2r", last, n=f[last])]
+        fwd = steps_for("rfftn", f, conv.dtype, axes=axes).jobs[0].steps
+        inv = steps_for("irfftn", spec, complex_dtype(conv.dtype), s=[f[a] for a in axes],
+                        axes=axes).jobs[0].steps
         self.fft = (cached_steps_plan(view, tuple(fwd), dev, conv.precision),
                     cached_steps_plan(spec, tuple(inv), dev, conv.precision))
         self.fits = all(p.spec.chunks == 1 for p in self.fft)
@@ -303,7 +305,7 @@ class ConvolvePlan(DevicePlan):
 
     def dispatches(self, resources: dict | None = None) -> list[list]:
         """pad, forward FFT, product, inverse FFT, crop: from resources "in" to "out"."""
-        conv, dev = self.conv, self.device
+        dev = self.device
         pad = _chain(dev, self._pad, resources["in"], self.between[0], self.padded)
         crop = _chain(dev, self._crop, self.full, self.between[1], resources["out"])
         fwd, inv = self.fft

@@ -81,6 +81,16 @@ CASES = [
     ("irfft", C8, dict(out=np.zeros(13, np.float32)), True),
     ("irfft", C8, dict(out=np.zeros(14, np.int64)), False),
     ("rfft2", MR, dict(out=np.zeros((4, 8), np.complex64)), True),
+    # numpy's order of checks: the first transform's length, the norm, then the axes
+    ("hfft", np.ones(0, np.complex64), dict(norm="bad"), True),
+    ("ihfft", np.ones(0, np.float32), dict(norm="bad"), True),
+    ("irfftn", np.ones((3, 0), np.complex64), dict(norm="bad"), True),
+    ("fft", C8, dict(n=0, axis=5), True),
+    ("rfft", C8, dict(norm="bad"), True),
+    ("fft2", C8, dict(s=(4,)), True),
+    ("fftn", M, dict(s=(4, 8, 2), axes=(0, 1)), True),
+    ("irfftn", M, dict(axes=()), True),
+    ("irfft2", M, dict(axes=[]), True),
 ]
 
 
@@ -336,3 +346,36 @@ def test_texture_fft_arguments():
         other.close()
         assert ctx.error == "GL_NO_ERROR"
 
+
+
+@pytest.mark.parametrize("name", ["fft2", "ifft2", "fftn", "ifftn"])
+@pytest.mark.parametrize("a", [np.arange(6.0).reshape(2, 3), np.arange(4, dtype=">f8"),
+                               np.ones(3, np.float16), np.ones(3, bool), [1, 2, 3]], ids=repr)
+def test_no_axis_returns_the_input_as_numpy(no_gpu_work, name, a):
+    """axes=(): numpy transforms nothing and returns its input as it is (its dtype, the same
+    ndarray), checking no norm; a Plan of it returns its input's values too."""
+    theirs = getattr(np.fft, name)(a, axes=(), norm="bad")
+    ours = getattr(pyfftgl, name)(a, axes=(), norm="bad")
+    assert (type(ours), ours.dtype, ours.shape) == (type(theirs), theirs.dtype, theirs.shape)
+    assert np.array_equal(ours, theirs) and (ours is a) == (theirs is a)
+    arr = np.asarray(a)
+    with pyfftgl.plan(arr.shape, arr.dtype, kind=name, axes=()) as p:
+        assert p.out_dtype == arr.dtype.newbyteorder("=") and np.array_equal(p(arr), arr)
+
+
+def test_rfft_takes_a_bool_length_as_numpy(backend):
+    x = np.arange(8.0)
+    for name in ("rfft", "ihfft"):
+        want = getattr(np.fft, name)(x, n=True)
+        got = getattr(pyfftgl, name)(x, n=True, backend=backend)
+        assert got.shape == want.shape and np.allclose(got, want)
+
+
+def test_irfftn_none_in_s_is_irffts_default_length(backend):
+    a = random_complex((4, 5)).astype(np.complex128)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        want = np.fft.irfftn(a, s=(4, None), axes=(0, 1))
+        got = pyfftgl.irfftn(a, s=(4, None), axes=(0, 1), backend=backend)
+    assert got.shape == want.shape == (4, 8)
+    assert np.allclose(got, want, atol=1e-12)

@@ -160,7 +160,35 @@ BAD = [  # (function, args, kwargs): scipy's exception and message, before any G
     ("dctn", (np.ones((4, 4)),), {"s": (4,), "axes": (0, 1)}),
     ("dstn", (np.ones((4, 4)),), {"s": (0, 4)}),
     ("dstn", (np.ones((4, 4)),), {"axes": 1.5}),
+    ("dct", (np.float64(3.0),), {"n": 0}),  # scipy checks the length before the axis
+    ("idst", (np.float32(1.0),), {"norm": "bad"}),  # and the norm and workers before both
+    ("dst", (np.ones(()),), {"workers": -1000}),
 ]
+
+
+@pytest.mark.quick
+def test_float_workers_raise_a_type_error_as_scipy():
+    with pytest.raises(TypeError):  # scipy's message is pybind11's dump of the arguments
+        scipy.fft.dct(np.ones(4), workers=1.5)
+    with pytest.raises(TypeError):
+        pyfftgl.dct(np.ones(4), workers=1.5)
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("name", ["dctn", "idctn", "dstn", "idstn"])
+@pytest.mark.parametrize("x", [np.float64(3.0), np.float32(2.0), np.array(5, np.int64),
+                               [1.0, 2.0, 3.0], [1, 2, 3]], ids=repr)
+@pytest.mark.parametrize("kwargs", [{}, {"axes": ()}, {"s": ()}], ids=repr)
+def test_no_axis_returns_the_input_as_scipy(name, x, kwargs):
+    """0-d input (whose axes are none) and axes=(): scipy.fft returns its input as an ndarray,
+    of its own dtype, with no other check (a bad norm passes)."""
+    if np.ndim(x) == 1 and not kwargs:
+        pytest.skip("one axis to transform")
+    theirs = getattr(scipy.fft, name)(x, norm="bad", **kwargs)
+    ours = getattr(pyfftgl, name)(x, norm="bad", **kwargs)
+    assert type(ours) is type(theirs) is np.ndarray
+    assert (ours.dtype, ours.shape) == (theirs.dtype, theirs.shape)
+    assert np.array_equal(ours, theirs)
 
 
 @pytest.mark.quick

@@ -37,6 +37,39 @@ def test_declines_what_it_does_not_do():
         assert scipy.fft.fft(np.ones(8, np.clongdouble)).dtype == np.clongdouble
 
 
+SERVED = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
+          "rfftn", "irfftn", "hfft", "ihfft", "dct", "idct", "dst", "idst", "dctn", "idctn", "dstn",
+          "idstn"]
+ND = [name for name in SERVED if name.endswith(("2", "n"))]
+
+
+def _bad_call(name, kwargs):
+    """scipy's exception for the call, its type and message, and whether pyfftgl served it."""
+    x = np.arange(24.0).reshape(4, 6) + 0.5
+    with pytest.raises(Exception) as theirs:
+        getattr(scipy.fft, name)(x, **kwargs)
+    before = backend_module.handled
+    with scipy.fft.set_backend(backend_module):
+        with pytest.raises(type(theirs.value)) as ours:
+            getattr(scipy.fft, name)(x, **kwargs)
+    assert str(ours.value) == str(theirs.value)
+    assert backend_module.handled == before  # declined: scipy raised its own error
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("name", SERVED)
+@pytest.mark.parametrize("workers", [0, -100000, 1.5])
+def test_bad_workers_raise_scipys_error(name, workers):
+    _bad_call(name, {"workers": workers})
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("name", ND)
+@pytest.mark.parametrize("axes", [(0, 0), (1, -1), (2,)])
+def test_bad_axes_raise_scipys_error(name, axes):
+    _bad_call(name, {"axes": axes})
+
+
 # scipy's own fft tests that pyfftgl is not meant to pass, and why:
 SCIPY_EXCLUDED = (
     # fork after the parent used the GPU: the children cannot use its device and scipy computes
