@@ -12,6 +12,7 @@ from ._api import (Plan, fft, fft2, fftfreq, fftn, fftshift, hfft, ifft, ifft2, 
 from ._realtransforms import dct, dctn, dst, dstn, idct, idctn, idst, idstn
 from .backends import BackendUnavailable, DeviceError, get_device, set_backend
 from .device_array import DeviceArray, asarray
+from .memory import MemoryPool, memory_pool
 from .plans import FFTPlan, TransformPlan, plan_cache
 from .profiles import device_profile, set_device_profile
 from .shaders import program_cache
@@ -24,4 +25,4 @@ __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rf
            "plan", "Plan", "asarray", "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
            "set_backend", "BackendUnavailable", "DeviceError", "plan_cache", "program_cache",
            "set_device_profile", "device_profile", "dct", "idct", "dst", "idst", "dctn", "idctn",
-           "dstn", "idstn", "signal"]
+           "dstn", "idstn", "signal", "memory_pool", "MemoryPool"]

@@ -76,6 +76,18 @@
    - patch 11's Sequence.eval_async_after is gone (pyfftgl records merged calls into one
      command buffer instead).
 
+13. A device memory pool (tools/kp_memory_pool.hpp, copied in as kompute/MemoryPool.hpp). kp made
+   one VkDeviceMemory per tensor, two for a device tensor (its staging buffer), so a program
+   holding a few thousand small arrays met maxMemoryAllocationCount (4096 on Windows drivers) and
+   Khronos' best practices reported every one (vkAllocateMemory-small-allocation). The Manager's
+   MemoryPool now binds each buffer at an offset in a few large blocks per memory type (size
+   classes, best fit, freed ranges merged; blocks double from 1 MiB to 64 MiB; 16 MiB buffers
+   and larger have allocations of their own), maps host-visible blocks once, keeps within the
+   limit (Manager.memory_pool_limit lowers it), and frees its blocks before the device goes.
+   A tensor gives its ranges back when destroyed, also when its construction fails half-way.
+   Python: Manager.memory_pool_stats(), memory_pool_trim() (frees the blocks no buffer uses),
+   memory_pool_limit(count). Descriptors are unchanged: each buffer still starts at offset 0.
+
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
 """
