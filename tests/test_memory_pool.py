@@ -7,6 +7,7 @@ the pool's floor once they are dropped and the pool trimmed. The layer must be e
 makes its instance, so each case runs in a subprocess; the layer logs to a FIFO read here, as
 tests/test_validation.py's tier does (it reopens its log, truncating it, for each VkInstance).
 """
+import gc
 import json
 import os
 import subprocess
@@ -23,7 +24,7 @@ from test_validation import LAYER, instance_layers
 ARRAYS = 10_000
 
 # In the subprocess: the pool's state and the host's resident memory at its floor (a warm
-# device: programs compiled, a transform done), with 10,000 arrays of 16 complex64 values, and
+# device: programs compiled, a transform done, as many arrays made and dropped), with 10,000 arrays of 16 complex64 values, and
 # after they are dropped and the pool trimmed.
 SCRIPT = r"""
 import ctypes, gc, json, sys
@@ -37,6 +38,10 @@ def rss():
 pool = pyfftgl.memory_pool("vulkan")
 x = np.arange(16, dtype=np.float32).astype(np.complex64)
 pyfftgl.fft(pyfftgl.asarray(x, backend="vulkan")).get()
+# A first round grows Python's and kp's bookkeeping (dicts, record vectors) for good.
+warm = [pyfftgl.asarray(x, backend="vulkan") for i in range(int(sys.argv[1]))]
+del warm
+pyfftgl.plan_cache.clear()  # a cached plan's recorded calls keep the arrays they bind
 gc.collect()
 pool.free_all_blocks()
 floor, rss0 = pool.stats(), rss()
@@ -45,6 +50,7 @@ held = pool.stats()
 spectrum = pyfftgl.fft(arrays[-1]).get()  # a transform among them all
 checks = {i: arrays[i].get().tolist() for i in (0, 1, len(arrays) // 2, len(arrays) - 1)}
 del arrays
+pyfftgl.plan_cache.clear()
 gc.collect()
 dropped = pool.stats()
 pool.free_all_blocks()
@@ -111,8 +117,11 @@ def test_ten_thousand_small_arrays_within_the_allocation_limit(tmp_path, limit):
     # Each array is a range of a shared block: a few dozen allocations, not 10,000.
     assert held["allocations"] <= min(limit, 64), held
     assert held["used_bytes"] >= floor["used_bytes"] + ARRAYS * 16 * 8
-    assert dropped["used_bytes"] == floor["used_bytes"], (floor, dropped)
-    assert dropped["held_bytes"] == held["held_bytes"]  # kept for reuse until trimmed
+    # Dropped: all but the staging buffers of the last reads (kept for reuse) is free, and
+    # still held for reuse until trimmed.
+    assert dropped["used_bytes"] - floor["used_bytes"] <= 4096, (floor, dropped)
+    assert dropped["held_bytes"] == held["held_bytes"]
+    assert trimmed["used_bytes"] == floor["used_bytes"], (floor, trimmed)
     assert trimmed["held_bytes"] == floor["held_bytes"], (floor, trimmed)
     assert trimmed["allocations"] == floor["allocations"], (floor, trimmed)
     assert seen["rss_growth"] <= 4 << 20, f"host RSS grew by {seen['rss_growth']} bytes"
@@ -132,10 +141,11 @@ def test_pool_reports_and_trims_on_each_backend(backend):
     for a in arrays:
         a.close()
     del arrays
-    import gc
     gc.collect()
     pyfftgl.get_device(backend).finish()
-    assert pool.used_bytes() == before["used_bytes"]
+    # What stays used is the staging kept for reuse (Vulkan: kp tensors of the pool too)
+    assert pool.used_bytes() - before["used_bytes"] < 8 * x.nbytes
     pool.free_all_blocks()
+    assert pool.used_bytes() == before["used_bytes"]
     assert pool.total_bytes() == before["held_bytes"]
     assert pool.free_bytes() == pool.total_bytes() - pool.used_bytes()
