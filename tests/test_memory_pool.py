@@ -24,8 +24,8 @@ from test_validation import LAYER, instance_layers
 ARRAYS = 10_000
 
 # In the subprocess: the pool's state and the host's resident memory at its floor (a warm
-# device: programs compiled, a transform done, as many arrays made and dropped), with 10,000 arrays of 16 complex64 values, and
-# after they are dropped and the pool trimmed.
+# device: programs compiled, a transform done, as many arrays made and dropped), with 10,000
+# arrays of 16 complex64 values, and after they are dropped and the pool trimmed.
 SCRIPT = r"""
 import ctypes, gc, json, sys
 import numpy as np
