@@ -12,6 +12,7 @@ from ._api import Plan, fftfreq, fftshift, ifftshift, plan, rfftfreq
 from ._realtransforms import dct, dctn, dst, dstn, idct, idctn, idst, idstn
 from .backends import BackendUnavailable, DeviceError, get_device, set_backend
 from .device_array import DeviceArray, asarray
+from .memory import MemoryPool, memory_pool
 from .plans import FFTPlan, TransformPlan, plan_cache
 from .profiles import device_profile, set_device_profile
 from .shaders import program_cache
@@ -27,4 +28,4 @@ __all__ = [*KINDS, "fftfreq", "rfftfreq", "fftshift", "ifftshift", "plan", "Plan
            "DeviceArray", "FFTPlan", "TransformPlan", "get_device",
            "set_backend", "BackendUnavailable", "DeviceError", "plan_cache", "program_cache",
            "set_device_profile", "device_profile", "dct", "idct", "dst", "idst", "dctn", "idctn",
-           "dstn", "idstn", "signal"]
+           "dstn", "idstn", "signal", "memory_pool", "MemoryPool"]

@@ -76,6 +76,18 @@
    - patch 11's Sequence.eval_async_after is gone (pyfftgl records merged calls into one
      command buffer instead).
 
+13. A device memory pool (tools/kp_memory_pool.hpp, copied in as kompute/MemoryPool.hpp). kp made
+   one VkDeviceMemory per tensor, two for a device tensor (its staging buffer), so a program
+   holding a few thousand small arrays met maxMemoryAllocationCount (4096 on Windows drivers) and
+   Khronos' best practices reported every one (vkAllocateMemory-small-allocation). The Manager's
+   MemoryPool now binds each buffer at an offset in a few large blocks per memory type (size
+   classes, best fit, freed ranges merged; blocks double from 1 MiB to 64 MiB; 16 MiB buffers
+   and larger have allocations of their own), maps host-visible blocks once, keeps within the
+   limit (Manager.memory_pool_limit lowers it), and frees its blocks before the device goes.
+   A tensor gives its ranges back when destroyed, also when its construction fails half-way.
+   Python: Manager.memory_pool_stats(), memory_pool_trim() (frees the blocks no buffer uses),
+   memory_pool_limit(count). Descriptors are unchanged: each buffer still starts at offset 0.
+
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
 """
@@ -83,7 +95,7 @@ import sys
 from pathlib import Path
 
 # The patch level: builds of kp are cached and checked per level, so bump it with any change here.
-LEVEL = 12
+LEVEL = 13
 
 MARK = "// pyfftgl: one fence per Sequence"
 EDITS = [
@@ -498,6 +510,145 @@ QUEUE_EDITS = [
 ]
 
 
+POOL_MARK = "// pyfftgl: device memory pool"
+POOL_HEADER = Path(__file__).resolve().parent / "kp_memory_pool.hpp"
+POOL_TENSOR_HEADER_EDITS = [
+    ('#include "logger/Logger.hpp"\n',
+     f'#include "logger/Logger.hpp"\n{POOL_MARK} (tools/kp_memory_pool.hpp)\n'
+     '#include "kompute/MemoryPool.hpp"\n'),
+    ("           const TensorTypes& tensorType = TensorTypes::eDevice);\n",
+     "           const TensorTypes& tensorType = TensorTypes::eDevice,\n"
+     "           std::shared_ptr<MemoryPool> pool = nullptr);\n"),
+    ("            const TensorTypes& tensorType = TensorTypes::eDevice)\n",
+     "            const TensorTypes& tensorType = TensorTypes::eDevice,\n"
+     "            std::shared_ptr<MemoryPool> pool = nullptr)\n"),
+    ("               tensorType)\n", "               tensorType,\n               pool)\n"),
+    ("    bool mFreeStagingMemory = false;\n",
+     "    bool mFreeStagingMemory = false;\n"
+     f"    {POOL_MARK} the buffers are bound in, and where\n"
+     "    std::shared_ptr<MemoryPool> mPool;\n"
+     "    PoolRange mPrimaryRange;\n"
+     "    PoolRange mStagingRange;\n"
+     "    bool mMapped = false; // memory this tensor mapped itself (not the pool's)\n"),
+]
+POOL_TENSOR_EDITS = [
+    ("               const TensorTypes& tensorType)\n{\n",
+     "               const TensorTypes& tensorType,\n"
+     "               std::shared_ptr<MemoryPool> pool)\n{\n"),
+    ("    this->mTensorType = tensorType;\n",
+     f"    this->mTensorType = tensorType;\n    this->mPool = pool; {POOL_MARK}\n"),
+    ("    this->rebuild(data, elementTotalCount, elementMemorySize);\n}\n",
+     "    try {\n        this->rebuild(data, elementTotalCount, elementMemorySize);\n"
+     f"    }} catch (...) {{ {POOL_MARK}: what was allocated before a failure goes back\n"
+     "        this->destroy();\n        throw;\n    }\n}\n"),
+    ("void\nTensor::mapRawData()\n{\n",
+     "void\nTensor::mapRawData()\n{\n"
+     f"    {POOL_MARK}: its blocks are mapped once, for their life\n"
+     "    const PoolRange& pooled = this->mTensorType == TensorTypes::eDevice\n"
+     "                                ? this->mStagingRange\n"
+     "                                : this->mPrimaryRange;\n"
+     "    if (pooled.block) {\n        this->mRawData = pooled.mapped;\n        return;\n    }\n"),
+    ("      *hostVisibleMemory, 0, bufferSize, vk::MemoryMapFlags());\n",
+     "      *hostVisibleMemory, 0, bufferSize, vk::MemoryMapFlags());\n"
+     "    this->mMapped = true;\n"),
+    ("void\nTensor::unmapRawData()\n{\n",
+     "void\nTensor::unmapRawData()\n{\n"
+     f"    {POOL_MARK}: pooled memory stays mapped by its block\n"
+     "    if (!this->mMapped)\n        return;\n    this->mMapped = false;\n"),
+    ("    vk::MemoryAllocateInfo memoryAllocateInfo(memoryRequirements.size,\n",
+     f"    {POOL_MARK}: bound at an offset in one of its blocks\n"
+     "    if (this->mPool) {\n"
+     "        PoolRange& range =\n"
+     "          memory == this->mStagingMemory ? this->mStagingRange : this->mPrimaryRange;\n"
+     "        range = this->mPool->allocate(memoryRequirements, memoryTypeIndex);\n"
+     "        *memory = range.memory;\n"
+     "        try {\n"
+     "            this->mDevice->bindBufferMemory(*buffer, *memory, range.offset);\n"
+     "        } catch (...) {\n"
+     "            this->mPool->free(range);\n            range = PoolRange();\n            throw;\n"
+     "        }\n"
+     "        return;\n    }\n\n"
+     "    vk::MemoryAllocateInfo memoryAllocateInfo(memoryRequirements.size,\n"),
+    ("            this->mDevice->freeMemory(\n"
+     "              *this->mPrimaryMemory,\n"
+     "              (vk::Optional<const vk::AllocationCallbacks>)nullptr);\n",
+     f"            if (this->mPrimaryRange.block) {{ {POOL_MARK}: the range goes back\n"
+     "                this->mPool->free(this->mPrimaryRange);\n"
+     "                this->mPrimaryRange = PoolRange();\n"
+     "            } else {\n"
+     "                this->mDevice->freeMemory(\n"
+     "                  *this->mPrimaryMemory,\n"
+     "                  (vk::Optional<const vk::AllocationCallbacks>)nullptr);\n"
+     "            }\n"),
+    ("            this->mDevice->freeMemory(\n"
+     "              *this->mStagingMemory,\n"
+     "              (vk::Optional<const vk::AllocationCallbacks>)nullptr);\n",
+     f"            if (this->mStagingRange.block) {{ {POOL_MARK}: the range goes back\n"
+     "                this->mPool->free(this->mStagingRange);\n"
+     "                this->mStagingRange = PoolRange();\n"
+     "            } else {\n"
+     "                this->mDevice->freeMemory(\n"
+     "                  *this->mStagingMemory,\n"
+     "                  (vk::Optional<const vk::AllocationCallbacks>)nullptr);\n"
+     "            }\n"),
+]
+POOL_MANAGER_HEADER_EDITS = [
+    ("    template<typename T>\n    std::shared_ptr<TensorT<T>> tensorT(\n",
+     f"    {POOL_MARK} every tensor's buffers are allocated from, made on first use\n"
+     "    std::shared_ptr<MemoryPool> memoryPool()\n    {\n"
+     "        if (!this->mMemoryPool && this->mDevice) {\n"
+     "            this->mMemoryPool =\n"
+     "              std::make_shared<MemoryPool>(this->mPhysicalDevice, this->mDevice);\n"
+     "        }\n        return this->mMemoryPool;\n    }\n\n"
+     "    template<typename T>\n    std::shared_ptr<TensorT<T>> tensorT(\n"),
+    ("this->mPhysicalDevice, this->mDevice, data, tensorType) };",
+     "this->mPhysicalDevice, this->mDevice, data, tensorType, this->memoryPool()) };"),
+    ("                                                       tensorType) };",
+     "                                                       tensorType,\n"
+     "                                                       this->memoryPool()) };"),
+    ("    std::shared_ptr<vk::Device> mDevice = nullptr;\n",
+     "    std::shared_ptr<vk::Device> mDevice = nullptr;\n"
+     "    std::shared_ptr<MemoryPool> mMemoryPool = nullptr; // pyfftgl: memoryPool()\n"),
+]
+POOL_MANAGER_EDITS = [
+    ("    if (this->mFreeDevice) {\n        KP_LOG_INFO(\"Destroying device\");\n",
+     f"    {POOL_MARK}: its blocks go before the device (tensors gave their ranges back above)\n"
+     "    if (this->mMemoryPool) {\n        this->mMemoryPool->destroy();\n    }\n\n"
+     "    if (this->mFreeDevice) {\n        KP_LOG_INFO(\"Destroying device\");\n"),
+]
+POOL_BINDING_EDITS = [
+    ('      .def("destroy", &kp::Manager::destroy, DOC(kp, Manager, destroy))\n',
+     '      .def("destroy", &kp::Manager::destroy, DOC(kp, Manager, destroy))\n'
+     f"      {POOL_MARK}: its counts, trim() and the allocation limit it keeps to\n"
+     '      .def("memory_pool_stats",\n'
+     "           [](kp::Manager& self) {\n"
+     "               py::dict d;\n"
+     "               const auto pool = self.memoryPool();\n"
+     "               const kp::MemoryPool::Stats s =\n"
+     "                 pool ? pool->stats() : kp::MemoryPool::Stats();\n"
+     '               d["used_bytes"] = s.usedBytes;\n'
+     '               d["held_bytes"] = s.heldBytes;\n'
+     '               d["blocks"] = s.blocks;\n'
+     '               d["dedicated"] = s.dedicated;\n'
+     '               d["allocations"] = s.allocations;\n'
+     '               d["peak_allocations"] = s.peakAllocations;\n'
+     '               d["limit"] = s.limit;\n'
+     "               return d;\n"
+     "           })\n"
+     '      .def("memory_pool_trim",\n'
+     "           [](kp::Manager& self) -> uint64_t {\n"
+     "               const auto pool = self.memoryPool();\n"
+     "               return pool ? pool->trim() : 0;\n"
+     "           })\n"
+     '      .def("memory_pool_limit",\n'
+     "           [](kp::Manager& self, uint32_t count) {\n"
+     "               const auto pool = self.memoryPool();\n"
+     "               if (pool)\n                   pool->setLimit(count);\n"
+     "           },\n"
+     '           py::arg("count"))\n'),
+]
+
+
 def _apply(path: Path, edits, done_when: str) -> None:
     text = path.read_text()
     if done_when in text:
@@ -534,6 +685,12 @@ def main(root: str) -> int:
     _apply(Path(root) / "src" / "Tensor.cpp", USAGE_EDITS, USAGE_MARK)
     _apply(Path(root) / "src" / "Manager.cpp", INSTANCE_EDITS, INSTANCE_MARK)
     _apply(Path(root) / "src" / "Manager.cpp", QUEUE_EDITS, QUEUE_MARK)
+    (inc / "MemoryPool.hpp").write_text(POOL_HEADER.read_text())
+    _apply(inc / "Tensor.hpp", POOL_TENSOR_HEADER_EDITS, POOL_MARK)
+    _apply(Path(root) / "src" / "Tensor.cpp", POOL_TENSOR_EDITS, POOL_MARK)
+    _apply(inc / "Manager.hpp", POOL_MANAGER_HEADER_EDITS, POOL_MARK)
+    _apply(Path(root) / "src" / "Manager.cpp", POOL_MANAGER_EDITS, POOL_MARK)
+    _apply(Path(root) / "python" / "src" / "main.cpp", POOL_BINDING_EDITS, POOL_MARK)
     return 0
 
 

@@ -255,6 +255,19 @@ class Device(abc.ABC):
                 raise MemoryError(f"the {self.info.api} device could not allocate a buffer of "
                                   f"{nbytes} bytes ({e})") from e
 
+    def memory_stats(self) -> dict:
+        """The device memory held here (pyfftgl.memory_pool): "used_bytes" (by live buffers),
+        "held_bytes" (allocated from the driver: used, or free and kept for reuse), "blocks"
+        (the pool's shared allocations), "allocations" (driver allocations in all) and "limit"
+        (the most the pool makes; None without one)."""
+        with self.lock:
+            return self._memory_stats()
+
+    def trim_memory(self) -> int:
+        """Give the driver back what the pool holds and no live buffer uses; the bytes freed."""
+        with self.lock, self.current():
+            return self._trim_memory()
+
     def image(self, width: int, height: int, fmt: str) -> Image:
         """A width x height image of GLSL format `fmt` (planner.IMAGE_FORMATS) for a plan."""
         with self.lock:
@@ -310,6 +323,15 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def _buffer(self, nbytes: int, data: np.ndarray | None, device_only: bool) -> Buffer:
         """Allocate a buffer (counted with count_live); MemoryError(the reason) if it cannot."""
+
+    def _memory_stats(self) -> dict:
+        """A backend without a pool holds what its live buffers use, one allocation each."""
+        live = self.live
+        return {"used_bytes": live["bytes"], "held_bytes": live["bytes"], "blocks": 0,
+                "allocations": live["buffers"], "limit": None}
+
+    def _trim_memory(self) -> int:
+        return 0
 
     def _image(self, width: int, height: int, fmt: str) -> Image:
         raise NotImplementedError(f"the {self.info.api} backend binds buffers only (images are "

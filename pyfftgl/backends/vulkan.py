@@ -185,6 +185,16 @@ class VulkanDevice(Device):
                 "support, or Mesa's lavapipe (Debian: mesa-vulkan-drivers)")
         props = _choose(devices)
         self.manager = kp.Manager(props["index"], [props["compute_family"]])
+        if not hasattr(self.manager, "memory_pool_stats"):
+            raise BackendUnavailable("this pyfftgl._kp has no memory pool (tools/kp_patch.py, 13): "
+                                     "rebuild it (`make setup` in a clone)")
+        # A test's (or a cautious user's) lower allocation limit than the driver's, to prove
+        # the pool within the 4096 that Windows drivers allow.
+        cap = os.environ.get("PYFFTGL_VK_MAX_ALLOCATIONS")
+        if cap:
+            if not cap.isdigit() or int(cap) < 1:
+                raise BackendUnavailable(f"PYFFTGL_VK_MAX_ALLOCATIONS={cap!r} is not a count")
+            self.manager.memory_pool_limit(int(cap))
         self.timestamp_period = props["timestamp_period"]
         self.driver_info = DeviceInfo(
             api="vulkan",
@@ -412,6 +422,18 @@ class VulkanDevice(Device):
             self.count_transfers(to_device=1)
             self.transfers.run(kp.OpTensorSyncDevice([buf.tensor]))
         return buf
+
+    def _memory_stats(self):
+        """kp's device memory pool (tools/kp_patch.py, 13): every tensor's buffers are ranges
+        of its blocks, or allocations of their own where large."""
+        s = self.manager.memory_pool_stats()
+        return {"used_bytes": s["used_bytes"], "held_bytes": s["held_bytes"],
+                "blocks": s["blocks"], "allocations": s["allocations"], "limit": s["limit"]}
+
+    def _trim_memory(self):
+        self.wait_all()
+        self.transfers.release()  # the staging tensors kept for reuse are held memory too
+        return self.manager.memory_pool_trim()
 
     def _write(self, buf, data):
         self.finish()

@@ -64,6 +64,13 @@ class VulkanTransfers:
             seq.record(op)
         seq.eval()
 
+    def release(self) -> None:
+        """Drop the staging tensors kept for reuse, and the last transfer's ops (which hold
+        theirs): their memory goes back to the device's pool."""
+        self.staging.clear()
+        if self._sequence is not None:
+            self._sequence.clear()
+
     def _staging_for(self, buf):
         n = len(buf.tensor)
         tensor = self.staging.pop(n)

@@ -1,0 +1,151 @@
+"""The device memory pool (pyfftgl.memory_pool; issue 51).
+
+Vulkan: 10,000 live small device arrays under Khronos' validation layer with best practices on,
+the pool held to 4096 allocations (what Windows drivers allow) and to 256: the layer reports no
+small allocation and no error, every array holds its own data, and the memory held returns to
+the pool's floor once they are dropped and the pool trimmed. The layer must be enabled before kp
+makes its instance, so each case runs in a subprocess; the layer logs to a FIFO read here, as
+tests/test_validation.py's tier does (it reopens its log, truncating it, for each VkInstance).
+"""
+import gc
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pyfftgl
+from test_validation import LAYER, instance_layers
+
+ARRAYS = 10_000
+
+# In the subprocess: the pool's state and the host's resident memory at its floor (a warm
+# device: programs compiled, a transform done, as many arrays made and dropped), with 10,000
+# arrays of 16 complex64 values, and after they are dropped and the pool trimmed.
+SCRIPT = r"""
+import ctypes, gc, json, sys
+import numpy as np
+import pyfftgl
+
+def rss():
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+
+pool = pyfftgl.memory_pool("vulkan")
+x = np.arange(16, dtype=np.float32).astype(np.complex64)
+pyfftgl.fft(pyfftgl.asarray(x, backend="vulkan")).get()
+# A first round grows Python's and kp's bookkeeping (dicts, record vectors) for good.
+warm = [pyfftgl.asarray(x, backend="vulkan") for i in range(int(sys.argv[1]))]
+del warm
+pyfftgl.plan_cache.clear()  # a cached plan's recorded calls keep the arrays they bind
+gc.collect()
+pool.free_all_blocks()
+floor, rss0 = pool.stats(), rss()
+arrays = [pyfftgl.asarray(x + i, backend="vulkan") for i in range(int(sys.argv[1]))]
+held = pool.stats()
+spectrum = pyfftgl.fft(arrays[-1]).get()  # a transform among them all
+checks = {i: arrays[i].get().tolist() for i in (0, 1, len(arrays) // 2, len(arrays) - 1)}
+del arrays
+pyfftgl.plan_cache.clear()
+gc.collect()
+dropped = pool.stats()
+pool.free_all_blocks()
+print(json.dumps({"floor": floor, "held": held, "dropped": dropped, "trimmed": pool.stats(),
+                  "rss_growth": rss() - rss0, "checks": {k: [[c.real, c.imag] for c in v]
+                  for k, v in checks.items()},
+                  "spectrum": [[c.real, c.imag] for c in spectrum.tolist()]}))
+"""
+
+SETTINGS = """khronos_validation.enables = VK_VALIDATION_FEATURE_ENABLE_BEST_PRACTICES_EXT
+khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG
+khronos_validation.log_filename = {log}
+khronos_validation.report_flags = error,warn,perf
+khronos_validation.enable_message_limit = false
+"""
+END = "pyfftgl-memory-pool-test-end\n"
+
+
+def _run_under_best_practices(tmp_path: Path, limit: int) -> tuple[dict, list[str]]:
+    """The script's report, and every line the layer logged, with the pool held to `limit`."""
+    log, settings = tmp_path / "layer.log", tmp_path / "vk_layer_settings.txt"
+    os.mkfifo(log)
+    settings.write_text(SETTINGS.format(log=log))
+    lines, done = [], threading.Event()
+
+    def read():
+        while True:  # one writer after another: each VkInstance, then END from here
+            with open(log, errors="replace") as f:
+                for line in f:
+                    if line == END:
+                        done.set()
+                        return
+                    lines.append(line)
+    threading.Thread(target=read, daemon=True).start()
+    env = dict(os.environ, VK_INSTANCE_LAYERS=LAYER, VK_LAYER_SETTINGS_PATH=str(settings),
+               PYFFTGL_VK_MAX_ALLOCATIONS=str(limit))
+    env.pop("PYFFTGL_VK_LAYER_LOG", None)
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(ARRAYS)], capture_output=True,
+                         text=True, env=env, timeout=300)
+    with open(log, "w") as f:
+        f.write(END)
+    assert done.wait(30), "the validation layer's log stopped being read"
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1]), lines
+
+
+@pytest.mark.parametrize("limit", [4096, 256])
+def test_ten_thousand_small_arrays_within_the_allocation_limit(tmp_path, limit):
+    assert LAYER in instance_layers(), f"the Vulkan loader finds no {LAYER}"
+    seen, lines = _run_under_best_practices(tmp_path, limit)
+    small = [line for line in lines if "small-allocation" in line or "small-dedicated" in line]
+    errors = [line for line in lines if "(ERROR" in line]
+    assert not small, small[0][:600]
+    assert not errors, errors[0][:600]
+    x = np.arange(16, dtype=np.float64).astype(np.complex128)
+    for i, values in seen["checks"].items():
+        got = np.array([complex(*v) for v in values])
+        np.testing.assert_array_equal(got, x + int(i))
+    spectrum = np.array([complex(*v) for v in seen["spectrum"]])
+    want = np.fft.fft(x + ARRAYS - 1)
+    assert np.max(np.abs(spectrum - want)) <= 1e-5 * np.max(np.abs(want))
+    floor, held, dropped, trimmed = (seen[k] for k in ("floor", "held", "dropped", "trimmed"))
+    assert floor["limit"] == held["limit"] == limit
+    # Each array is a range of a shared block: a few dozen allocations, not 10,000.
+    assert held["allocations"] <= min(limit, 64), held
+    assert held["used_bytes"] >= floor["used_bytes"] + ARRAYS * 16 * 8
+    # Dropped: all but the staging buffers of the last reads (kept for reuse) is free, and
+    # still held for reuse until trimmed.
+    assert dropped["used_bytes"] - floor["used_bytes"] <= 4096, (floor, dropped)
+    assert dropped["held_bytes"] == held["held_bytes"]
+    assert trimmed["used_bytes"] == floor["used_bytes"], (floor, trimmed)
+    assert trimmed["held_bytes"] == floor["held_bytes"], (floor, trimmed)
+    assert trimmed["allocations"] == floor["allocations"], (floor, trimmed)
+    assert seen["rss_growth"] <= 4 << 20, f"host RSS grew by {seen['rss_growth']} bytes"
+
+
+def test_pool_reports_and_trims_on_each_backend(backend):
+    """Live arrays are counted used, dropped ones stay held until trimmed, on either backend."""
+    pool = pyfftgl.memory_pool(backend)
+    assert isinstance(pool, pyfftgl.MemoryPool) and "bytes used" in repr(pool)
+    x = np.arange(1000, dtype=np.float32).astype(np.complex64)
+    pool.free_all_blocks()
+    before = pool.stats()
+    arrays = [pyfftgl.asarray(x + i, backend=backend) for i in range(8)]
+    assert pool.used_bytes() >= before["used_bytes"] + 8 * x.nbytes
+    assert pool.total_bytes() >= pool.used_bytes()
+    np.testing.assert_array_equal(arrays[3].get(), x + 3)
+    for a in arrays:
+        a.close()
+    del arrays
+    gc.collect()
+    pyfftgl.get_device(backend).finish()
+    # What stays used is the staging kept for reuse (Vulkan: kp tensors of the pool too)
+    assert pool.used_bytes() - before["used_bytes"] < 8 * x.nbytes
+    pool.free_all_blocks()
+    assert pool.used_bytes() == before["used_bytes"]
+    assert pool.total_bytes() == before["held_bytes"]
+    assert pool.free_bytes() == pool.total_bytes() - pool.used_bytes()
