@@ -6,14 +6,17 @@ four-step (forced with a small shared memory, as in test_fft.py), Bluestein, rea
 and complex-to-real, and a batched 2D transform. Repeated runs are bit-identical and the input
 is left bit-identical."""
 import numpy as np
+import pytest
+import scipy.fft
 
 import pyfftgl
+import pyfftgl.scipy_fft
 from pyfftgl import planner
 from pyfftgl.backends import get_device
 from pyfftgl.limits import Limits
 from pyfftgl.plans import TransformPlan
 
-from conftest import random_complex
+from conftest import assert_accurate, random_complex
 
 SMALL = Limits(8192, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
 
@@ -113,3 +116,93 @@ def test_public_calls_and_device_arrays_are_deterministic(backend):
         pyfftgl.fft2(d, out=out)
         assert np.array_equal(_bits(out.get()), _bits(first))
     assert np.array_equal(_bits(d.get()), _bits(keep_x))
+
+
+# ---------------------------------------------------------------- lines that share no FFT line
+# A transform that pairs two lines in one complex FFT (Makhoul's DCT, a real FFT's half-length
+# view, a texture's two fields) must keep a non-finite value in its own line: every other line,
+# and for complex input the other part's transform, equals numpy/scipy's within the contract.
+
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+def _assert_lines(got, ref, bad, n, double):
+    """Lines of `got` outside the boolean line mask `bad` match `ref` (float64, of the same
+    input) within the accuracy contract; inside it `got` is non-finite wherever `ref` is."""
+    got, ref = np.asarray(got, np.complex128), np.asarray(ref, np.complex128)
+    good = ~bad
+    assert np.all(np.isfinite(ref[good])), "the reference's other lines are finite"
+    g, r = got[good], ref[good]
+    if double:
+        rel = np.linalg.norm(g - r) / np.linalg.norm(r)
+        assert rel <= 2 * EPS64 * np.sqrt(max(1.0, np.log2(n))), f"rel L2 {rel:.3e}"
+    else:
+        assert_accurate(g, r, n)
+    assert not np.any(np.isfinite(got[bad & ~np.isfinite(ref)])), "finite beside non-finite"
+
+
+def _lines_of(shape, axes, where):
+    """The mask of the lines (over `axes`) holding the index `where`."""
+    mask = np.zeros(shape, bool)
+    idx = tuple(slice(None) if ax in axes else w for ax, w in enumerate(where))
+    mask[idx] = True
+    return mask
+
+
+def _parts(a):
+    """Complex values as (..., 2) reals (real, imaginary part); reals with a unit last axis."""
+    a = np.asarray(a)
+    return np.stack([a.real, a.imag], -1) if a.dtype.kind == "c" else a[..., None]
+
+
+# (shape, the transform's axis or axes, the index made non-finite, complex input)
+R2R_CASES = {
+    1: [((3, 8), (1,), (1, 2), False), ((3, 7), (1,), (1, 3), False),
+        ((8, 3), (0,), (2, 1), False), ((3, 8), (1,), (1, 2), True)],
+    2: [((3, 6, 8), (1, 2), (1, 2, 5), False), ((6, 8, 3), (0, 1), (2, 5, 1), False),
+        ((3, 4, 6), (1, 2), (1, 2, 3), True)],
+}
+
+
+def _r2r_runs(name, backend, nd):
+    """(pyfftgl's result, scipy's float64 result, the bad mask, n) for every type and case of
+    the DCT/DST function `name`, numpy input in both precisions and DeviceArray input."""
+    f, ref_f = getattr(pyfftgl, name), getattr(scipy.fft, name)
+    rng = np.random.default_rng(len(name))
+    for type_ in (1, 2, 3, 4):
+        for i, (shape, axes, where, cplx) in enumerate(R2R_CASES[nd]):
+            x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if cplx else 0)
+            x[where] = np.nan if (type_ + i) % 2 else np.inf  # the real part only
+            kw = {"axes": axes} if nd == 2 else {"axis": axes[0]}
+            bad = _lines_of(shape + (2,), axes, where + (0,))[..., : 1 + cplx]
+            n = int(np.prod([shape[a] for a in axes]))
+            for dtype in ((np.complex64, np.complex128) if cplx else (np.float32, np.float64)):
+                y = x.astype(dtype)
+                ref = ref_f(y.astype(np.complex128 if cplx else np.float64), type_, **kw)
+                yield f(y, type_, backend=backend, **kw), ref, bad, n, dtype
+                if i == 0 and dtype in (np.float32, np.complex64):
+                    d = pyfftgl.asarray(y, backend=backend)
+                    yield f(d, type_, **kw).get(), ref, bad, n, dtype
+
+
+@pytest.mark.parametrize("name", ["dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn"])
+def test_dct_family_keeps_non_finite_in_its_line(backend, name):
+    for got, ref, bad, n, dtype in _r2r_runs(name, backend, 2 if name.endswith("n") else 1):
+        double = np.dtype(dtype) in (np.float64, np.complex128)
+        _assert_lines(_parts(got), _parts(ref), bad, n, double)
+
+
+def test_scipy_backend_keeps_non_finite_in_its_line():
+    x = np.ones((4, 8))
+    x[0, 0] = np.nan  # the issue's example
+    z = np.random.default_rng(3).standard_normal((3, 8)) * (1 + 1j)
+    z[1, 4] = complex(np.inf, 1.0)
+    with scipy.fft.set_backend(pyfftgl.scipy_fft, only=True):
+        got = [scipy.fft.dct(x), scipy.fft.idst(x.astype(np.float32), 3),
+               scipy.fft.dctn(z, 2, axes=(1,)), scipy.fft.idct(z.astype(np.complex64))]
+    refs = [scipy.fft.dct(x), scipy.fft.idst(x, 3), scipy.fft.dctn(z, 2, axes=(1,)),
+            scipy.fft.idct(z)]
+    bads = [_lines_of((4, 8, 1), (1,), (0, 0, 0)), _lines_of((4, 8, 1), (1,), (0, 0, 0)),
+            _lines_of((3, 8, 2), (1,), (1, 4, 0)), _lines_of((3, 8, 2), (1,), (1, 4, 0))]
+    for g, r, bad in zip(got, refs, bads):
+        _assert_lines(_parts(g), _parts(r), bad, 8, g.dtype in (np.float64, np.complex128))
