@@ -5,7 +5,7 @@ import scipy.fft
 
 import pyfftgl
 from pyfftgl.planner import prime_factors
-from pyfftgl.planner.realtransforms import R2RAxis, fft_shape, LineView
+from pyfftgl.planner.realtransforms import R2RAxis, fft_shape, plan_r2r
 from conftest import EPS32, share
 
 EPS64 = float(np.finfo(np.float64).eps)
@@ -210,11 +210,17 @@ def test_long_double_is_refused():
 
 
 @pytest.mark.quick
-def test_line_views_pair_lines():
-    # complex data (inner even) pairs its real and imaginary parts; odd outer leaves one alone
-    assert (LineView(3, 2, True).lines_p, LineView(3, 2, True).lines_q) == (3, 1)
-    assert (LineView(5, 1, True).lines_p, LineView(5, 1, True).lines_q) == (3, 1)
-    assert (LineView(5, 3, False).lines_p, LineView(5, 3, False).lines_q) == (5, 3)
+def test_each_complex_line_carries_one_real_line():
+    # even n: the line's n reals as n/2 complex values; odd n: n complex values of one line;
+    # complex input (inner axis of 2) keeps its real and imaginary parts apart
+    from pyfftgl.limits import Limits
+    lim = Limits(32768, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32)
+    spec = plan_r2r((5, 8, 2), [(1, R2RAxis("dct", 2, 8, 0, False)),
+                                (0, R2RAxis("dst", 3, 5, 0, False))], 32, lim)
+    assert [st.fft[0] for st in spec.steps] == [(5, 4, 2), (5, 16)]
+    assert [st.pre.threads for st in spec.steps] == [5 * 4 * 2, 5 * 16]
+    assert [st.post.threads for st in spec.steps] == [80, 80]
+    assert R2RAxis("dct", 3, 8, 0, False).fft_length == 4
     assert fft_shape(1, 8, 1) == ((8,), 0) and fft_shape(4, 8, 1) == ((4, 8), 1)
     assert fft_shape(1, 8, 3) == ((8, 3), 0) and fft_shape(2, 8, 3) == ((2, 8, 3), 1)
     assert R2RAxis("dct", 2, 7, 0, False).fft_length == 7
