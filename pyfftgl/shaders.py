@@ -20,7 +20,8 @@ from collections import OrderedDict
 from pathlib import Path
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
-VERSION = {"vulkan": "#version 450", "gl": "#version 430"}
+# WebGPU compiles the Vulkan GLSL (to SPIR-V, which naga translates).
+VERSION = {"vulkan": "#version 450", "gl": "#version 430", "webgpu": "#version 450"}
 
 
 def shader_dir() -> Path:
@@ -50,7 +51,7 @@ def kernel_text(name: str) -> str:
 def assemble(name: str, defines: dict[str, object], api: str) -> str:
     """The complete GLSL source of kernel `name` for `api` with `defines` as its preamble."""
     lines = [VERSION[api]]
-    if api == "vulkan":
+    if api in ("vulkan", "webgpu"):
         lines.append("#define API_VULKAN 1")
     lines += [f"#define {k} {v}" for k, v in defines.items()]
     return "\n".join(lines) + "\n" + kernel_text(name)
