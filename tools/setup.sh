@@ -38,12 +38,12 @@ fi
 VPY="$PWD/$VENV/bin/python"
 pip() { "$VPY" -m pip --disable-pip-version-check -q "$@"; }
 
-if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, dask.array, distributed, scipy, PIL, matplotlib' 2>/dev/null; then
+if ! "$VPY" -c 'import numpy, moderngl, wgpu, glfw, pytest, xdist, dask.array, distributed, scipy, PIL, matplotlib' 2>/dev/null; then
   say "installing Python packages"
   pip install --upgrade pip
   # --no-compile: Python compiles what is imported when it is imported; byte-compiling every module
   # of scipy, dask and distributed up front was a quarter of a fresh set-up.
-  pip install --no-compile "numpy>=2.0" "moderngl>=5.10" glfw "pytest>=7" pytest-xdist scipy pillow \
+  pip install --no-compile "numpy>=2.0" "moderngl>=5.10" "wgpu>=0.32" glfw "pytest>=7" pytest-xdist scipy pillow \
     "dask[array]>=2024.1" "distributed>=2024.1" matplotlib
 fi
 
