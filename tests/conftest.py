@@ -25,7 +25,9 @@ os.environ["PYFFTGL_CACHE_DIR"] = SUITE_CACHE
 from pyfftgl.backends import get_device
 from pyfftgl.backends import gldebug
 
-BACKENDS = ("vulkan", "gl")
+# The backends every GPU test runs on; test_webgpu.py's tier runs modules on "webgpu" alone
+# (PYFFTGL_TEST_BACKENDS=webgpu in its subprocesses), once per wgpu adapter.
+BACKENDS = tuple(os.environ.get("PYFFTGL_TEST_BACKENDS", "vulkan,gl").split(","))
 EPS32 = float(np.finfo(np.float32).eps)
 # Modules that plan and check without a GPU join the quick tier (`make check`, `-m quick`) whole;
 # the others mark their quick tests themselves.

@@ -30,8 +30,8 @@ def _open(name: str) -> Device:
 
 
 def get_device(backend: str | Device | None = None) -> Device:
-    """The Device for `backend`: 'vulkan', 'gl', 'webgpu', 'auto' (Vulkan, GL, then WebGPU), None (the default,
-    see set_backend), or a Device instance (returned as is).
+    """The Device for `backend`: 'vulkan', 'gl', 'webgpu', 'auto' (Vulkan, GL, then WebGPU), None
+    (the default, see set_backend), or a Device instance (returned as is).
 
     An unavailable backend raises BackendUnavailable saying why and how to fix it; the failure is
     remembered so that later calls fail fast.
