@@ -1,7 +1,7 @@
 # The README's two commands, `make demo` and `make test`, each run the idempotent set-up first.
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-slow check bench info clean
+.PHONY: setup demo test test-slow test-webgpu check bench info clean
 
 setup:
 	@bash tools/setup.sh
@@ -17,13 +17,17 @@ demo: setup
 # tier: the wheel, installed into a fresh venv outside the tree, runs the quick tier, info and
 # selftest --quick there (tools/test_installed.sh).
 test: setup
-	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow" tests
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow and not webgpu" tests
 	@bash tools/test_installed.sh
 
 # numpy's and scipy's own installed fft test modules run under pyfftgl, and every length to 1024
 # (long on software drivers).
 test-slow: setup
 	$(PY) -m pytest -q -n 2 --dist worksteal -m slow tests
+
+# The WebGPU backend's tier on wgpu's Vulkan (lavapipe) and GL (llvmpipe) adapters (tests/test_webgpu.py).
+test-webgpu: setup
+	$(PY) -m pytest -q -m webgpu tests/test_webgpu.py
 
 # The quick tier: both backends, every transform kind once.
 check: setup
