@@ -299,4 +299,5 @@ def test_docs_table_matches_the_profiles():
             f"{p.max_shared_bytes // 1024} KB", str(p.max_invocations),
             " x ".join(map(str, p.max_group_size)), " x ".join(map(str, p.max_group_count)),
             size(p.max_buffer_bytes), "yes" if p.float64 else "no",
-            ", ".join({"vulkan": "Vulkan", "gl": "GL", "webgpu": "WebGPU"}[a] for a in p.apis)], name
+            ", ".join({"vulkan": "Vulkan", "gl": "GL", "webgpu": "WebGPU"}[a]
+                      for a in p.apis)], name
