@@ -14,10 +14,7 @@
 
 // Push constants: Vulkan push constants, or a uniform struct on GL (its members are set by name,
 // "pc.<member>", by the GL backend). Members are uint32 in declaration order.
-// PUSH_UNIFORM (WebGPU without immediates): a uniform block in a bind group of its own.
-#if defined(API_VULKAN) && defined(PUSH_UNIFORM)
-#define PUSH_CONSTANTS(members) layout(std140, set = 1, binding = 0) uniform PushBlock { members } pc;
-#elif defined(API_VULKAN)
+#ifdef API_VULKAN
 #define PUSH_CONSTANTS(members) layout(push_constant) uniform PushBlock { members } pc;
 #else
 #define PUSH_CONSTANTS(members) struct PushBlock { members }; uniform PushBlock pc;

@@ -1,7 +1,8 @@
 """WebGPU backend through wgpu-py: Metal, Direct3D 12, Vulkan or GL underneath (wgpuinfo).
 
-Programs are the Vulkan GLSL of shaders/ compiled to SPIR-V (shaders.compile_spirv) and handed to
-naga, wgpu's shader translator, as trusted modules (wgpuinfo.shader_module). Push constants are
+Programs are the Vulkan GLSL of shaders/, read by naga (wgpu's shader translator) as GLSL
+(shaders.webgpu_source spells it for naga: no compiler needed), or with PYFFTGL_WEBGPU_SPIRV=1
+compiled to SPIR-V by glslang first; trusted modules (wgpuinfo.shader_module). Push constants are
 wgpu's immediates where the adapter offers them, else a uniform buffer (set 1, binding 0: the
 preamble's PUSH_UNIFORM). A recorded submission is encoded anew at each run (a WebGPU command
 buffer is submitted once): one command encoder, one compute pass and one queue submission for the
@@ -21,6 +22,13 @@ from .. import shaders, wisdom
 from ..lru import LRU
 from . import wgpuinfo
 from .base import BackendUnavailable, Buffer, Device, DeviceInfo, Limits, Program, Submission
+
+
+def naga_refuses(source: str, glsl_barriers: bool) -> bool:
+    """Whether naga's GLSL front end cannot build this kernel (glslang's SPIR-V then serves):
+    float64 (naga's constant evaluator has no double arithmetic), and barrier() where the device
+    lacks subgroup barriers (naga reads barrier() as one of every scope)."""
+    return "#define PRECISION 64" in source or ("barrier()" in source and not glsl_barriers)
 
 
 class WgpuBuffer(Buffer):
@@ -98,10 +106,14 @@ class WebGPUDevice(Device):
         self.queue = self.dev.queue
         self.lock = threading.RLock()
         self.checked = os.environ.get(wgpuinfo.CHECKED_ENV, "") == "1"
+        self.spirv = os.environ.get(wgpuinfo.SPIRV_ENV, "") == "1"
         self.immediates = ("immediates" in self.features
                            and os.environ.get(wgpuinfo.UNIFORM_ENV, "") != "1")
         self.float16 = "shader-f16" in self.features  # fp16 storage: no kernel uses it yet
         self.timestamps = "timestamp-query" in self.features
+        # naga's GLSL front end reads barrier() as a subgroup barrier too: kernels exchanging
+        # through shared memory go through glslang's SPIR-V on adapters without the feature.
+        self.glsl_barriers = "subgroup-barrier" in self.features
         lim, ad = self.dev.limits, adapter.info
         self.info = DeviceInfo(
             api="webgpu", name=ad["device"], driver=ad.get("description", ""),
@@ -129,12 +141,12 @@ class WebGPUDevice(Device):
     # -- programs and bindings -------------------------------------------------------------
 
     def _program(self, source, push_names):
-        if not self.immediates and push_names:  # the preamble's switch to a uniform block
-            head, _, rest = source.partition("\n")
-            source = f"{head}\n#define PUSH_UNIFORM 1\n{rest}"
+        spirv = self.spirv or naga_refuses(source, self.glsl_barriers)
+        source = shaders.webgpu_source(source, uniform=bool(push_names) and not self.immediates,
+                                       naga=not spirv)
         try:
-            spirv = shaders.compile_spirv(source)
-            module = wgpuinfo.shader_module(self.dev, spirv, "pyfftgl.comp", self.checked)
+            code = shaders.compile_spirv(source) if spirv else source
+            module = wgpuinfo.shader_module(self.dev, code, "pyfftgl.comp", self.checked)
         except self.wgpu.GPUError as e:
             raise self.failure("making a shader module (naga)", e) from e
         return WgpuProgram(module, push_names)

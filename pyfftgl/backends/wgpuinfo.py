@@ -13,6 +13,7 @@ from .base import BackendUnavailable
 
 ADAPTER_ENV, POWER_ENV = "PYFFTGL_WEBGPU_ADAPTER", "PYFFTGL_WEBGPU_POWER"
 CHECKED_ENV = "PYFFTGL_WEBGPU_CHECKED"  # 1: shader modules with naga's runtime bounds checks
+SPIRV_ENV = "PYFFTGL_WEBGPU_SPIRV"  # 1: programs through glslang's SPIR-V, not naga's GLSL
 UNIFORM_ENV = "PYFFTGL_WEBGPU_UNIFORM"  # 1: push values in a uniform buffer even with immediates
 APIS = {"vulkan": ("Vulkan",), "gl": ("OpenGL", "OpenGLES"), "metal": ("Metal",),
         "dx12": ("D3D12",)}
@@ -27,8 +28,10 @@ LIMITS = ("max-compute-workgroup-storage-size", "max-compute-invocations-per-wor
           "max-storage-buffer-binding-size", "max-buffer-size",
           "max-storage-buffers-per-shader-stage", "max-texture-dimension-2d",
           "max-immediate-size")
-# Requested where offered: fp64 kernels, fp16 storage, push constants, GPU timing.
-FEATURES = ("shader-f64", "shader-f16", "immediates", "timestamp-query")
+# Requested where offered: fp64 kernels, fp16 storage, push constants, GPU timing, and subgroup
+# barriers, without which naga's GLSL front end refuses barrier() (it makes it one of all scopes).
+FEATURES = ("shader-f64", "shader-f16", "immediates", "timestamp-query", "subgroup",
+            "subgroup-barrier")
 
 
 def import_wgpu():
