@@ -15,9 +15,11 @@ demo: setup
 # Two pytest workers: compiling kernels on the software drivers is single-threaded per process;
 # work stealing keeps both busy to the end (the kernel sweeps are long items). Then the installed
 # tier: the wheel, installed into a fresh venv outside the tree, runs the quick tier, info and
-# selftest --quick there (tools/test_installed.sh).
+# selftest --quick there (tools/test_installed.sh), and the no-compiler tier: a wheel built and
+# run with no compiler, cmake or glslangValidator computes on WebGPU (tools/test_no_compiler.sh).
 test: setup
 	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow and not webgpu" tests
+	@bash tools/test_no_compiler.sh
 	@bash tools/test_installed.sh
 
 # numpy's and scipy's own installed fft test modules run under pyfftgl, and every length to 1024

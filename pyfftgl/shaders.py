@@ -1,4 +1,5 @@
-"""Kernel source assembly: `#version` + a generated `#define` preamble + the kernel with its includes.
+"""Kernel source assembly: `#version` + a generated `#define` preamble + the kernel with its
+includes.
 
 One source serves both APIs; `API_VULKAN` is defined for Vulkan, and the rest of the difference is
 the push-constant declaration in common.glsl. SPIR-V is compiled with glslangValidator (the
