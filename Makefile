@@ -27,9 +27,10 @@ test: setup
 test-slow: setup
 	$(PY) -m pytest -q -n 2 --dist worksteal -m slow tests
 
-# The WebGPU backend's tier on wgpu's Vulkan (lavapipe) and GL (llvmpipe) adapters (tests/test_webgpu.py).
+# The WebGPU backend's tier on wgpu's Vulkan (lavapipe) and GL (llvmpipe) adapters
+# (tests/test_webgpu.py), one worker per adapter.
 test-webgpu: setup
-	$(PY) -m pytest -q -m webgpu tests/test_webgpu.py
+	$(PY) -m pytest -q -n 2 -m webgpu tests/test_webgpu.py
 
 # The quick tier: both backends, every transform kind once.
 check: setup

@@ -22,6 +22,8 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
+import numpy as np
+
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 # WebGPU's source is the Vulkan GLSL (webgpu_source spells it for naga where needed).
 VERSION = {"vulkan": "#version 450", "gl": "#version 430", "webgpu": "#version 450"}
@@ -87,8 +89,6 @@ _NAGA_SPELLINGS = (
 def _float_sum(text: str) -> str:
     """The double of literal `text` as float literals naga reads: hi + mid + lo, non-overlapping,
     whose double sum is exactly that double (three floats carry 72 bits of the 53)."""
-    import numpy as np
-
     x = float(text)
     parts = []
     rest = x

@@ -3,9 +3,10 @@
 The suite's GPU tests run on conftest.BACKENDS (Vulkan and GL); a third backend in every test
 would blow the cold suite's budget, so the WebGPU tier runs in subprocesses, one per wgpu adapter
 here (wgpu's Vulkan backend over lavapipe, its GL backend over llvmpipe), each with
-PYFFTGL_TEST_BACKENDS=webgpu: the quick tier, the transform, DCT/DST, signal and device-array
-modules, the device profiles that have WebGPU (apple-m1, android-baseline, webgpu-default) and
-webgpu_tier.py. Marked `webgpu`: `make test-webgpu` runs it (CI's WebGPU job), `make test` not.
+PYFFTGL_TEST_BACKENDS=webgpu: the numpy surface (the quick tier's backend tests), the transform,
+DCT/DST, signal and device-array modules, the device profiles that have WebGPU (apple-m1,
+android-baseline, webgpu-default) and webgpu_tier.py. Marked `webgpu`: `make test-webgpu` runs it
+(after `make test` in CI), the two adapters in parallel (one pytest worker each).
 """
 import os
 import subprocess
@@ -43,11 +44,10 @@ def test_webgpu_runs_fft2_dctn_fftconvolve():
 @pytest.mark.parametrize("adapter", ["vulkan", "gl"])
 def test_webgpu_tier(adapter):
     env = dict(os.environ, PYFFTGL_TEST_BACKENDS="webgpu", PYFFTGL_WEBGPU_ADAPTER=adapter)
-    runs = [["-m", "quick and not webgpu", "."],
-            ["-m", "not slow", *MODULES, "webgpu_tier.py"],
-            ["-k", "test_profile_tier", "test_profiles.py"]]
-    for args in runs:
-        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                              *args], capture_output=True, text=True, cwd=TESTS, env=env,
-                             timeout=3000)
-        assert out.returncode == 0, f"{adapter}: {args}\n{out.stdout[-6000:]}{out.stderr[-2000:]}"
+    # One pytest run: the tests that take the backend fixture (now webgpu) or are WebGPU's own;
+    # the rest of these modules is backend-free and runs in the main suite already.
+    args = ["-m", "not slow and not webgpu", "-k", "webgpu or test_profile_tier", *MODULES,
+            "test_numpy_api.py", "test_profiles.py", "webgpu_tier.py", "test_webgpu.py"]
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                         capture_output=True, text=True, cwd=TESTS, env=env, timeout=3000)
+    assert out.returncode == 0, f"{adapter}: {args}\n{out.stdout[-6000:]}{out.stderr[-2000:]}"

@@ -3,10 +3,14 @@
 wgpu-py (wgpu-native underneath) runs WebGPU over Vulkan, Metal, Direct3D 12 or OpenGL; which one
 and which GPU is the adapter. PYFFTGL_WEBGPU_ADAPTER (vulkan, gl, metal, dx12) picks the API,
 PYFFTGL_WEBGPU_POWER (high-performance, low-power) which kind of GPU comes first; without them a
-real GPU comes before a software one, and Vulkan, Metal and Direct3D 12 before GL.
+real GPU comes before a software one, and Vulkan, Metal and Direct3D 12 before GL. Where
+PYFFTGL_WEBGPU_ADAPTER names an API before this process made its wgpu instance, the instance gets
+that API alone (wgpu's instance is one per process): no other API is brought up (GL's EGL among
+them, whose complaints about the environment then stay away).
 """
 from __future__ import annotations
 
+import logging
 import os
 
 from .base import BackendUnavailable
@@ -17,6 +21,7 @@ SPIRV_ENV = "PYFFTGL_WEBGPU_SPIRV"  # 1: programs through glslang's SPIR-V, not 
 UNIFORM_ENV = "PYFFTGL_WEBGPU_UNIFORM"  # 1: push values in a uniform buffer even with immediates
 APIS = {"vulkan": ("Vulkan",), "gl": ("OpenGL", "OpenGLES"), "metal": ("Metal",),
         "dx12": ("D3D12",)}
+_INSTANCE_BACKEND = {"vulkan": "Vulkan", "gl": "GL", "metal": "Metal", "dx12": "DX12"}
 _API_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 1, "OpenGL": 2, "OpenGLES": 3}
 _TYPE_RANK = {"high-performance": {"DiscreteGPU": 0, "IntegratedGPU": 1},
               "low-power": {"IntegratedGPU": 0, "DiscreteGPU": 1}}
@@ -43,7 +48,27 @@ def import_wgpu():
         raise BackendUnavailable(
             f"the WebGPU backend needs wgpu-py, which failed to import ({e}): pip install wgpu "
             "(one wheel per OS, no compiler needed)") from e
+    log = logging.getLogger("wgpu")
+    if not any(isinstance(f, _NagaRestrictFilter) for f in log.filters):
+        log.addFilter(_NagaRestrictFilter())
     return wgpu
+
+
+class _NagaRestrictFilter(logging.Filter):
+    """Drops naga's warning that its SPIR-V front end ignores glslang's Restrict decoration, one
+    per module of the SPIR-V route: WGSL has no such qualifier, and nothing is lost."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Unknown decoration Restrict" not in record.getMessage()
+
+
+def _only_api(want: str) -> None:
+    """wgpu's instance with API `want` alone, if this process has made none yet (docstring)."""
+    from wgpu.backends.wgpu_native.extras import set_instance_extras
+    try:
+        set_instance_extras(backends=[_INSTANCE_BACKEND[want]])
+    except RuntimeError:  # the instance exists already (the caller's wgpu use): keep it as it is
+        pass
 
 
 def choose_adapter(wgpu):
@@ -54,6 +79,8 @@ def choose_adapter(wgpu):
         raise BackendUnavailable(f"{ADAPTER_ENV}={want!r}: choose one of {', '.join(APIS)}")
     if power not in _TYPE_RANK:
         raise BackendUnavailable(f"{POWER_ENV}={power!r}: choose one of {', '.join(_TYPE_RANK)}")
+    if want:
+        _only_api(want)
     try:
         adapters = wgpu.gpu.enumerate_adapters_sync()
     except Exception as e:  # wgpu-native's own failure to find any API
