@@ -9,6 +9,7 @@ android-baseline, webgpu-default) and webgpu_tier.py. Marked `webgpu`: `make tes
 (after `make test` in CI), the two adapters in parallel (one pytest worker each).
 """
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,17 @@ def test_webgpu_tier(adapter):
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                          capture_output=True, text=True, cwd=TESTS, env=env, timeout=3000)
     assert out.returncode == 0, f"{adapter}: {args}\n{out.stdout[-6000:]}{out.stderr[-2000:]}"
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("kernel", ["stockham.comp", "realfft.comp", "dct.comp", "signal.comp"])
+def test_naga_spelling_keeps_doubles_exact_and_lexes(kernel):
+    from pyfftgl import shaders
+    src = shaders.webgpu_source(shaders.assemble(kernel, {"PRECISION": 64}, "webgpu"), naga=True)
+    assert not re.search(r"\dlf\b", src) and "[[unroll]]" not in src
+    assert not re.search(r'^\s*#error\s+"', src, re.M)
+    for text in ("0.70710678118654752440", "0.92387953251128675613", "1.2345678901234567e-07"):
+        parts = [float(np.float32(p)) for p in re.findall(r"double\(([^)]+)\)",
+                                                           shaders.webgpu_source(
+                                                               f"x = {text}lf;", naga=True))]
+        assert len(parts) == 3 and (parts[0] + parts[1]) + parts[2] == float(text)
