@@ -1,13 +1,14 @@
 """WebGPU backend through wgpu-py: Metal, Direct3D 12, Vulkan or GL underneath (wgpuinfo).
 
 Programs are the Vulkan GLSL of shaders/, read by naga (wgpu's shader translator) as GLSL
-(shaders.webgpu_source spells it for naga: no compiler needed), or with PYFFTGL_WEBGPU_SPIRV=1
-compiled to SPIR-V by glslang first; trusted modules (wgpuinfo.shader_module). Push constants are
-wgpu's immediates where the adapter offers them, else a uniform buffer (set 1, binding 0: the
-preamble's PUSH_UNIFORM). A recorded submission is encoded anew at each run (a WebGPU command
-buffer is submitted once): one command encoder, one compute pass and one queue submission for the
-calls queued since the last, which are held (at most HOLD) until the host waits or flushes, since
-each submission costs more than a dispatch. Host transfers go through mapped staging buffers.
+(shaders.webgpu_source spells it for naga: no compiler needed) or, where naga_refuses or with
+PYFFTGL_WEBGPU_SPIRV=1, compiled to SPIR-V by glslang first; trusted modules
+(wgpuinfo.shader_module). Push constants are wgpu's immediates where the adapter offers them,
+else a uniform buffer (set 1, binding 0: shaders.webgpu_source's `uniform`). A recorded
+submission is encoded anew at each run (a WebGPU command buffer is submitted once): one command
+encoder, one compute pass and one queue submission for the calls queued since the last, which
+are held (at most HOLD) until the host waits or flushes, since each submission costs more than a
+dispatch. Host transfers go through mapped staging buffers.
 """
 from __future__ import annotations
 
