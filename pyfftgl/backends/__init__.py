@@ -12,7 +12,7 @@ from . import profiles
 from .base import BackendUnavailable, Device, DeviceError, on_device_lost
 from .profiles import on_profile_change  # noqa: F401 (the layers above listen through it)
 
-BACKENDS = ("vulkan", "gl")
+BACKENDS = ("vulkan", "gl", "webgpu")  # "auto" tries them in this order
 _devices: dict[str, Device] = {}
 _errors: dict[str, BackendUnavailable] = {}
 _lock = threading.Lock()
@@ -23,13 +23,16 @@ def _open(name: str) -> Device:
     if name == "vulkan":
         from .vulkan import VulkanDevice
         return VulkanDevice()
+    if name == "webgpu":
+        from .webgpu import WebGPUDevice
+        return WebGPUDevice()
     from .gl import GLDevice
     return GLDevice()
 
 
 def get_device(backend: str | Device | None = None) -> Device:
-    """The Device for `backend`: 'vulkan', 'gl', 'auto' (Vulkan, then GL), None (the default,
-    see set_backend), or a Device instance (returned as is).
+    """The Device for `backend`: 'vulkan', 'gl', 'webgpu', 'auto' (Vulkan, GL, then WebGPU), None
+    (the default, see set_backend), or a Device instance (returned as is).
 
     An unavailable backend raises BackendUnavailable saying why and how to fix it; the failure is
     remembered so that later calls fail fast.
@@ -95,8 +98,8 @@ def set_backend(backend: str | None) -> None:
 
     Parameters
     ----------
-    backend : {"vulkan", "gl", "auto"} or None
-        The API; "auto" and None: Vulkan, then OpenGL. The device opens on first use.
+    backend : {"vulkan", "gl", "webgpu", "auto"} or None
+        The API; "auto" and None: Vulkan, then OpenGL, then WebGPU. The device opens on first use.
 
     Raises
     ------

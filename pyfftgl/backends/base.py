@@ -38,7 +38,7 @@ def on_device_lost(listener) -> None:
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    api: str  # "vulkan" or "gl"
+    api: str  # "vulkan", "gl" or "webgpu"
     name: str  # the GPU (or software rasteriser) name
     driver: str  # driver name/version as the API reports it
     api_version: str
@@ -191,7 +191,8 @@ class Device(abc.ABC):
         """Raise PrecisionUnavailable where this device cannot compute in `precision` (32, 64)."""
         if precision == 64 and not self.info.float64:
             i = self.info
-            feature = "shaderFloat64" if i.api == "vulkan" else "GL_ARB_gpu_shader_fp64"
+            feature = {"vulkan": "shaderFloat64", "webgpu": "the shader-f64 feature"}.get(
+                i.api, "GL_ARB_gpu_shader_fp64")
             lacks = (f"under device profile {i.profile!r} has no fp64" if i.profile
                      else f"lacks {feature}")
             raise PrecisionUnavailable(

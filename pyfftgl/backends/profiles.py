@@ -44,7 +44,7 @@ class DeviceProfile:
     max_group_count: tuple[int, int, int]
     max_buffer_bytes: int
     float64: bool
-    apis: tuple[str, ...]  # of pyfftgl's: "vulkan", "gl" (desktop OpenGL 4.3 with compute)
+    apis: tuple[str, ...]  # of pyfftgl's: "vulkan", "gl" (desktop GL 4.3 with compute), "webgpu"
     source: str  # where the figures come from
 
     @property
@@ -60,14 +60,16 @@ PROFILES: dict[str, DeviceProfile] = {p.name: p for p in (
                   (256, 256, 256), (65535, 65535, 65535), 1 << 30, False, ("vulkan",),
                   "Mesa src/broadcom/vulkan/v3dv_device.c, src/broadcom/common/v3d_limits.h"),
     DeviceProfile("android-baseline", "Android Baseline 2022 Vulkan profile", 16384, 128,
-                  (128, 128, 64), (65535, 65535, 65535), 1 << 27, False, ("vulkan",),
+                  (128, 128, 64), (65535, 65535, 65535), 1 << 27, False,
+                  ("vulkan", "webgpu"),
                   "KhronosGroup/Vulkan-Profiles profiles/VP_ANDROID_baseline_2022.json"),
     DeviceProfile("mali-g78", "Arm Mali-G78, Valhall (Mesa panvk)", 32768, 512,
                   (512, 512, 512), (65535, 65535, 65535), _U32, False, ("vulkan",),
                   "Mesa src/panfrost/vulkan/panvk_physical_device.c, "
                   "src/panfrost/lib/kmod/panfrost_kmod.c (Valhall v9: 512 threads)"),
     DeviceProfile("apple-m1", "Apple M1 (MoltenVK 1.2, macOS 14.3)", 32768, 1024,
-                  (1024, 1024, 1024), (1 << 30, 1 << 30, 1 << 30), _U32, False, ("vulkan",),
+                  (1024, 1024, 1024), (1 << 30, 1 << 30, 1 << 30), _U32, False,
+                  ("vulkan", "webgpu"),
                   _VP + "VP_LUNARG_desktop_baseline_2024/"
                   "vp_gpuinfo_apple_m1_0_2_2015_osx_14_3.json"),
     DeviceProfile("amd-rdna3-windows", "AMD Radeon RX 7800 XT (AMD driver 2.0.294, Windows 11)",
@@ -86,6 +88,9 @@ PROFILES: dict[str, DeviceProfile] = {p.name: p for p in (
                   (1024, 1024, 64), (2147483647, 65535, 65535), _U32, True, ("vulkan", "gl"),
                   _VP + "VP_LUNARG_desktop_baseline_2024/"
                   "vp_gpuinfo_nvidia_geforce_rtx_4070_551_61_0_0_windows_11.json"),
+    DeviceProfile("webgpu-default", "any WebGPU device at the spec's default limits", 16384, 256,
+                  (256, 256, 64), (65535, 65535, 65535), 1 << 27, False, ("webgpu",),
+                  "W3C WebGPU, 3.6.2 Limits (the default column)"),
 )}
 
 _lock = threading.Lock()
@@ -182,7 +187,8 @@ def device_profile(name: str | None):
         _tell_listeners()
 
 
-_API_NAMES = {"vulkan": "Vulkan", "gl": "desktop OpenGL 4.3 (compute shaders)"}
+_API_NAMES = {"vulkan": "Vulkan", "gl": "desktop OpenGL 4.3 (compute shaders)",
+              "webgpu": "WebGPU"}
 
 
 def check_api(api: str) -> None:

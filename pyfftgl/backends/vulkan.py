@@ -5,6 +5,7 @@ import os
 import threading
 import weakref
 from collections import deque
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -162,6 +163,13 @@ class VulkanDevice(Device):
         try:
             from .. import _kp as kp
         except ImportError as e:
+            # setup.py leaves this note where it skipped the build (no compiler or headers)
+            note = Path(__file__).resolve().parent.parent / "kp_build_skipped.txt"
+            if note.is_file():
+                raise BackendUnavailable(
+                    f"pyfftgl was installed without its compiled Kompute module (pyfftgl._kp): "
+                    f"{note.read_text().strip()}; install those and reinstall pyfftgl for "
+                    "Vulkan (the GL and WebGPU backends need neither)") from e
             raise BackendUnavailable(
                 f"the Vulkan backend needs pyfftgl's compiled Kompute module, pyfftgl._kp, "
                 f"which failed to import ({e}); pip builds it when it installs pyfftgl from "

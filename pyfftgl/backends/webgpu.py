@@ -1,0 +1,339 @@
+"""WebGPU backend through wgpu-py: Metal, Direct3D 12, Vulkan or GL underneath (wgpuinfo).
+
+Programs are the Vulkan GLSL of shaders/, read by naga (wgpu's shader translator) as GLSL
+(shaders.webgpu_source spells it for naga: no compiler needed) or, where naga_refuses or with
+PYFFTGL_WEBGPU_SPIRV=1, compiled to SPIR-V by glslang first; trusted modules
+(wgpuinfo.shader_module). Push constants are wgpu's immediates where the adapter offers them,
+else a uniform buffer (set 1, binding 0: shaders.webgpu_source's `uniform`). A recorded
+submission is encoded anew at each run (a WebGPU command buffer is submitted once): one command
+encoder, one compute pass and one queue submission for the calls queued since the last, which
+are held (at most HOLD) until the host waits or flushes, since each submission costs more than a
+dispatch. Host transfers go through mapped staging buffers.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from .. import shaders, wisdom
+from ..lru import LRU
+from . import wgpuinfo
+from .base import BackendUnavailable, Buffer, Device, DeviceInfo, Limits, Program, Submission
+
+
+def naga_refuses(source: str, glsl_barriers: bool) -> bool:
+    """Whether naga's GLSL front end cannot build this kernel (glslang's SPIR-V then serves):
+    float64 (naga's constant evaluator has no double arithmetic), and barrier() where the device
+    lacks subgroup barriers (naga reads barrier() as one of every scope)."""
+    return "#define PRECISION 64" in source or ("barrier()" in source and not glsl_barriers)
+
+
+class WgpuBuffer(Buffer):
+    def __init__(self, buf, nbytes: int):
+        self.buf = buf
+        self.nbytes = nbytes
+
+
+class WgpuProgram(Program):
+    def __init__(self, module, push_names: tuple[str, ...]):
+        self.module = module
+        self.push_names = push_names
+        self.pipelines: dict = {}  # the bound bindings -> (pipeline, bind group layout)
+
+
+def _round4(n: int) -> int:
+    return max(4, -(-n // 4) * 4)
+
+
+class WgpuSubmission(Submission):
+    """Dispatches with their pipelines and bind groups made once; encoded at each run."""
+
+    def __init__(self, device: "WebGPUDevice", dispatches, uploads, downloads):
+        if any(d.images for d in dispatches):
+            raise NotImplementedError("the WebGPU backend binds buffers only (images are GL's)")
+        self.device = device
+        self.uploads, self.downloads = list(uploads), list(downloads)
+        self.steps = [device.step(d) for d in dispatches]
+        self.keep = [d.buffers for d in dispatches]  # the buffers its bind groups bind
+        wgpu = device.wgpu
+        self.staging = [device.dev.create_buffer(
+            size=_round4(b.nbytes), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+            for b in self.downloads]
+        self._results: list | None = None
+        self.gpu_ns: float | None = None
+
+    def _run(self, inputs, timed, wait):
+        dev = self.device
+        alone = bool(inputs or self.downloads or timed)
+        if alone:  # host data in or out, or a time of its own: nothing queued shares its pass
+            dev.flush()
+            for buf, data in zip(self.uploads, inputs):
+                dev._write(buf, data)
+        self._results = None
+        dev.held.append(self)
+        if alone or wait or len(dev.held) >= dev.HOLD:
+            dev.submit(timed=timed)
+        if wait or timed:
+            dev.wait_idle()
+        return self.gpu_ns if timed else None
+
+    def encode_copies(self, encoder) -> None:
+        for buf, staging in zip(self.downloads, self.staging):
+            encoder.copy_buffer_to_buffer(buf.buf, 0, staging, 0, _round4(buf.nbytes))
+
+    def _result(self, i=0):
+        if self._results is None:
+            self.device.flush()
+            self._results = [self.device.map_read(s, b.nbytes // 4)
+                             for s, b in zip(self.staging, self.downloads)]
+        return self._results[i].copy()
+
+
+class WebGPUDevice(Device):
+    HOLD = 16  # calls held back at most before they are submitted together
+
+    def __init__(self):
+        self.wgpu = wgpu = wgpuinfo.import_wgpu()
+        self.adapter = adapter = wgpuinfo.choose_adapter(wgpu)
+        try:
+            self.dev, self.features = wgpuinfo.request_device(adapter)
+        except Exception as e:  # wgpu's refusal of what its adapter offered
+            raise BackendUnavailable(f"wgpu would not open a device on {adapter.info['device']} "
+                                     f"({e})") from e
+        self.queue = self.dev.queue
+        self.lock = threading.RLock()
+        self.checked = os.environ.get(wgpuinfo.CHECKED_ENV, "") == "1"
+        self.spirv = os.environ.get(wgpuinfo.SPIRV_ENV, "") == "1"
+        self.immediates = ("immediates" in self.features
+                           and os.environ.get(wgpuinfo.UNIFORM_ENV, "") != "1")
+        self.float16 = "shader-f16" in self.features  # fp16 storage: no kernel uses it yet
+        self.timestamps = "timestamp-query" in self.features
+        # naga's GLSL front end reads barrier() as a subgroup barrier too: kernels exchanging
+        # through shared memory go through glslang's SPIR-V on adapters without the feature.
+        self.glsl_barriers = "subgroup-barrier" in self.features
+        lim, ad = self.dev.limits, adapter.info
+        self.info = DeviceInfo(
+            api="webgpu", name=ad["device"], driver=ad.get("description", ""),
+            api_version=f"wgpu-native {wgpu.backends.wgpu_native.__version__} on "
+                        f"{ad['backend_type']}",
+            limits=Limits(
+                max_shared_bytes=lim["max-compute-workgroup-storage-size"],
+                max_invocations=lim["max-compute-invocations-per-workgroup"],
+                max_group_size=tuple(lim[f"max-compute-workgroup-size-{c}"] for c in "xyz"),
+                max_group_count=(lim["max-compute-workgroups-per-dimension"],) * 3,
+                max_buffer_bytes=min(lim["max-storage-buffer-binding-size"],
+                                     lim["max-buffer-size"]),
+                max_texture_size=lim["max-texture-dimension-2d"],
+                tuned=wisdom.load(ad["device"], "webgpu")),
+            is_software=ad["adapter_type"] == "CPU",
+            float64="shader-f64" in self.features)
+        self.held: list[WgpuSubmission] = []  # calls queued, not yet submitted
+        self.submissions = 0  # queue submissions made for calls
+        self.pipelines_made = 0
+        # Read-back staging buffers by size, reused: a map-read buffer per read would be a
+        # driver allocation per call.
+        self._staging = LRU(8)
+        self._query = None
+
+    # -- programs and bindings -------------------------------------------------------------
+
+    def _program(self, source, push_names):
+        spirv = self.spirv or naga_refuses(source, self.glsl_barriers)
+        source = shaders.webgpu_source(source, uniform=bool(push_names) and not self.immediates,
+                                       naga=not spirv)
+        try:
+            code = shaders.compile_spirv(source) if spirv else source
+            module = wgpuinfo.shader_module(self.dev, code, "pyfftgl.comp", self.checked)
+        except self.wgpu.GPUError as e:
+            raise self.failure("making a shader module (naga)", e) from e
+        return WgpuProgram(module, push_names)
+
+    def _pipeline(self, program: WgpuProgram, bound: tuple[int, ...]):
+        """The pipeline of `program` for dispatches binding storage buffers `bound`, and its
+        bind group layout: read-write storage at every binding, since naga's SPIR-V front end
+        reads glslang's readonly (a member decoration) as read-write."""
+        made = program.pipelines.get(bound)
+        if made is not None:
+            return made
+        wgpu, dev = self.wgpu, self.dev
+        layout = dev.create_bind_group_layout(entries=[
+            {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
+             "buffer": {"type": "storage"}} for i in bound])
+        layouts, size = [layout], 4 * len(program.push_names)
+        if size and not self.immediates:
+            layouts.append(dev.create_bind_group_layout(entries=[
+                {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
+                 "buffer": {"type": "uniform"}}]))
+        kwargs = {"immediate_size": size} if size and self.immediates else {}
+        pipe_layout = dev.create_pipeline_layout(bind_group_layouts=layouts, **kwargs)
+        try:
+            pipeline = dev.create_compute_pipeline(
+                layout=pipe_layout, compute={"module": program.module, "entry_point": "main"})
+        except self.wgpu.GPUError as e:
+            raise self.failure("making a compute pipeline", e) from e
+        self.pipelines_made += 1
+        program.pipelines[bound] = made = (pipeline, layout)
+        return made
+
+    def step(self, d):
+        """(pipeline, bind groups, push bytes or None, groups) of a dispatch, made once."""
+        bound = tuple(i for i, b in enumerate(d.buffers) if b is not None)
+        pipeline, layout = self._pipeline(d.program, bound)
+        groups = [self.dev.create_bind_group(layout=layout, entries=[
+            {"binding": i, "resource": {"buffer": d.buffers[i].buf, "offset": 0,
+                                        "size": _round4(d.buffers[i].nbytes)}} for i in bound])]
+        push = np.ascontiguousarray(d.push, dtype=np.uint32)[: len(d.program.push_names)]
+        if push.size and not self.immediates:
+            ubo = self.dev.create_buffer_with_data(data=push.tobytes(),
+                                                   usage=self.wgpu.BufferUsage.UNIFORM)
+            groups.append(self.dev.create_bind_group(
+                layout=pipeline.get_bind_group_layout(1),
+                entries=[{"binding": 0, "resource": {"buffer": ubo, "offset": 0,
+                                                     "size": ubo.size}}]))
+            push = None
+        return pipeline, groups, (push.tobytes() if push is not None and push.size else None), \
+            tuple(int(g) for g in d.groups)
+
+    # -- submissions ---------------------------------------------------------------------
+
+    def submit(self, timed: bool = False) -> None:
+        """Encode the held calls into one compute pass and submit it (module docstring)."""
+        calls, self.held = self.held, []
+        if not calls:
+            return
+        try:
+            encoder = self.dev.create_command_encoder()
+            query = self._timestamps() if timed and self.timestamps else None
+            writes = ({"query_set": query[0], "beginning_of_pass_write_index": 0,
+                       "end_of_pass_write_index": 1} if query else None)
+            cpass = encoder.begin_compute_pass(timestamp_writes=writes)
+            for sub in calls:
+                for pipeline, groups, push, grid in sub.steps:
+                    cpass.set_pipeline(pipeline)
+                    for i, group in enumerate(groups):
+                        cpass.set_bind_group(i, group)
+                    if push is not None:
+                        cpass.set_immediates(0, push, 0, len(push))
+                    cpass.dispatch_workgroups(*grid)
+            cpass.end()
+            for sub in calls:
+                sub.encode_copies(encoder)
+            if query:
+                encoder.resolve_query_set(query[0], 0, 2, query[1], 0)
+                encoder.copy_buffer_to_buffer(query[1], 0, query[2], 0, 16)
+            start = time.perf_counter()
+            self.queue.submit([encoder.finish()])
+            self.submissions += 1
+            if timed:
+                self.wait_idle()
+                calls[-1].gpu_ns = (self._elapsed(query) if query
+                                    else (time.perf_counter() - start) * 1e9)
+        except self.wgpu.GPUError as e:
+            raise self.failure("submitting work", e) from e
+
+    def _timestamps(self):
+        """(query set of 2 timestamps, its resolve buffer, a map-read copy of it), made once."""
+        if self._query is None:
+            usage = self.wgpu.BufferUsage
+            self._query = (self.dev.create_query_set(type="timestamp", count=2),
+                           self.dev.create_buffer(size=16, usage=usage.QUERY_RESOLVE
+                                                  | usage.COPY_SRC),
+                           self.dev.create_buffer(size=16, usage=usage.MAP_READ | usage.COPY_DST))
+        return self._query
+
+    def _elapsed(self, query) -> float:
+        staging = query[2]
+        staging.map_sync(self.wgpu.MapMode.READ)
+        try:
+            ts = np.frombuffer(staging.read_mapped(), np.uint64).copy()
+        finally:
+            staging.unmap()
+        return float(ts[1] - ts[0])  # WebGPU's timestamps are in nanoseconds
+
+    def wait_idle(self) -> None:
+        try:
+            # wgpuDevicePoll(wait): wgpu-py 0.32's on_submitted_work_done fails in cffi
+            self.dev._poll_wait()
+        except self.wgpu.GPUError as e:
+            raise self.failure("waiting for the queue", e) from e
+
+    def _flush(self):
+        self.submit()
+
+    def _finish(self):
+        self.submit()
+        self.wait_idle()
+
+    # -- memory --------------------------------------------------------------------------
+
+    def _buffer(self, nbytes, data, device_only):
+        usage = self.wgpu.BufferUsage
+        try:
+            buf = self.dev.create_buffer(size=_round4(nbytes), usage=usage.STORAGE
+                                         | usage.COPY_SRC | usage.COPY_DST)
+        except self.wgpu.GPUError as e:  # over the device's buffer size, or out of memory
+            raise MemoryError(str(e)) from e
+        out = WgpuBuffer(buf, nbytes)
+        weakref.finalize(out, self.count_live("buffers", nbytes)).atexit = False
+        if data is not None:
+            self.write(out, data)
+        return out
+
+    def _write(self, buf, data):
+        """Through a staging buffer mapped at creation, copied in the queue's order (after the
+        calls submitted before, before those after)."""
+        self.submit()
+        raw = np.ascontiguousarray(data).view(np.uint8).ravel()
+        usage = self.wgpu.BufferUsage
+        staging = self.dev.create_buffer(size=_round4(raw.size), usage=usage.MAP_WRITE
+                                         | usage.COPY_SRC, mapped_at_creation=True)
+        padded = raw if raw.size % 4 == 0 else np.concatenate(
+            [raw, np.zeros(4 - raw.size % 4, np.uint8)])
+        staging.write_mapped(padded)
+        staging.unmap()
+        encoder = self.dev.create_command_encoder()
+        encoder.copy_buffer_to_buffer(staging, 0, buf.buf, 0, padded.size)
+        try:
+            self.queue.submit([encoder.finish()])
+        except self.wgpu.GPUError as e:
+            raise self.failure("writing a buffer", e) from e
+        staging.destroy()
+
+    def _read(self, buf, count):
+        self.submit()
+        size = _round4(count * 4)
+        staging = self._staging.pop(size)
+        if staging is None:
+            usage = self.wgpu.BufferUsage
+            staging = self.dev.create_buffer(size=size, usage=usage.MAP_READ | usage.COPY_DST)
+        encoder = self.dev.create_command_encoder()
+        encoder.copy_buffer_to_buffer(buf.buf, 0, staging, 0, size)
+        try:
+            self.queue.submit([encoder.finish()])
+        except self.wgpu.GPUError as e:
+            raise self.failure("reading a buffer", e) from e
+        out = self.map_read(staging, count)
+        self._staging.put(size, staging)
+        return out
+
+    def map_read(self, staging, count: int) -> np.ndarray:
+        """The first `count` float32 values of a map-read staging buffer (waits for the GPU)."""
+        try:
+            staging.map_sync(self.wgpu.MapMode.READ)
+            try:
+                return np.frombuffer(staging.read_mapped(0, _round4(count * 4)),
+                                     np.float32)[:count].copy()
+            finally:
+                staging.unmap()
+        except self.wgpu.GPUError as e:
+            raise self.failure("mapping a staging buffer", e) from e
+
+    def _record(self, dispatches, uploads, downloads):
+        try:
+            return WgpuSubmission(self, dispatches, uploads, downloads)
+        except self.wgpu.GPUError as e:
+            raise self.failure("recording a submission", e) from e

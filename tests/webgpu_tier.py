@@ -1,0 +1,65 @@
+"""The WebGPU backend's own checks, run by test_webgpu.py's tier on each wgpu adapter (with
+PYFFTGL_TEST_BACKENDS=webgpu): fp64 where the adapter offers shader-f64 and its refusal where not,
+webgpu-default's limits, timed runs, the uniform-buffer push path and checked modules."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pyfftgl
+from pyfftgl.plans import FFTPlan
+from pyfftgl.backends import get_device
+from pyfftgl.backends.base import PrecisionUnavailable
+from conftest import assert_accurate, random_complex
+
+
+def test_float64_where_shader_f64_else_refused():
+    dev = get_device("webgpu")
+    x = np.random.default_rng(1).standard_normal((3, 96)) + 0j
+    if "shader-f64" in dev.adapter.features:
+        y = pyfftgl.fft(x, backend="webgpu")
+        assert y.dtype == np.complex128
+        np.testing.assert_allclose(y, np.fft.fft(x), rtol=0, atol=1e-12)
+    else:
+        with pytest.raises(PrecisionUnavailable, match="lacks the shader-f64 feature.*float32"):
+            pyfftgl.fft(x, backend="webgpu")
+
+
+@pytest.mark.parametrize("n", [1000, 4099, 8192, 15015, 65536])
+def test_webgpu_default_limits(n):
+    x = random_complex((1 if n > 16384 else 2, n), seed=n)
+    with pyfftgl.device_profile("webgpu-default"):
+        lim = get_device("webgpu").info.limits
+        assert (lim.max_shared_bytes, lim.max_invocations) == (16384, 256)
+        plan = FFTPlan(n, x.shape[0], False, backend="webgpu")
+        assert all(p.shared_bytes <= 16384 and p.invocations <= 256 for p in plan.spec.passes
+                   if hasattr(p, "invocations")), plan
+        got = pyfftgl.fft(x, backend="webgpu")
+    assert_accurate(got, np.fft.fft(x.astype(np.complex128)), n, 2.0 if n == 4099 else 1.0)
+
+
+def test_timed_run_gives_gpu_time():
+    dev = get_device("webgpu")
+    plan = FFTPlan(256, 4, False, backend="webgpu")
+    x = random_complex((4, 256))
+    got = plan.execute(x, timed=True)
+    assert plan.last_gpu_ns > 0 and dev.timestamps == ("timestamp-query" in dev.adapter.features)
+    assert_accurate(got, np.fft.fft(x.astype(np.complex128), axis=1), 256)
+
+
+@pytest.mark.parametrize("switch", ["PYFFTGL_WEBGPU_UNIFORM", "PYFFTGL_WEBGPU_CHECKED"])
+def test_uniform_push_values_and_checked_modules(switch):
+    code = ("import numpy as np, pyfftgl, scipy.fft as sf\n"
+            "x = np.random.default_rng(0).standard_normal((6, 40)).astype(np.float32)\n"
+            "d = pyfftgl.get_device('webgpu')\n"
+            "assert d.immediates == (%r != 'PYFFTGL_WEBGPU_UNIFORM') and d.checked == (%r == "
+            "'PYFFTGL_WEBGPU_CHECKED')\n"
+            "y = pyfftgl.dctn(x, backend='webgpu')\n"
+            "r = sf.dctn(x.astype(np.float64))\n"
+            "assert np.abs(y - r).max() <= 1e-5 * np.abs(r).max(), np.abs(y - r).max()\n"
+            % (switch, switch))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, **{switch: "1"}), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
