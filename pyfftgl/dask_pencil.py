@@ -20,7 +20,6 @@ import threading
 
 import numpy as np
 import dask
-import dask.array as da
 
 from . import _api
 
@@ -194,7 +193,7 @@ def resolve_axes(name, shape, size, axes) -> tuple[tuple, dict]:
         target[axes[-1]] = 2 * (shape[axes[-1]] - 1)
     if size is not None:
         target.update({a: int(n) for a, n in zip(axes, size) if n is not None})
-    for a, n in target.items():
+    for n in target.values():
         if n < 1:
             raise ValueError(f"Invalid number of data points ({n}) specified")
     return axes, target

@@ -7,7 +7,6 @@ import time
 import numpy as np
 import pytest
 
-import dask
 import dask.array as da
 from distributed import Client, LocalCluster
 
@@ -53,7 +52,7 @@ def _check(client, cases):
     ys = [getattr(pdf, name)(da.from_array(h, chunks=c), backend="vulkan", **kw)
           for name, h, c, kw in cases]
     assert all("rechunk-p2p" in _layer_names(y) for y in ys)
-    for y, got, (name, h, c, kw) in zip(ys, client.compute(ys, sync=True), cases):
+    for y, got, (name, h, _, kw) in zip(ys, client.compute(ys, sync=True), cases):
         numpy_kw = ("s", "axes", "norm", "n", "axis")
         ref = _reference(name, h, **{k: v for k, v in kw.items() if k in numpy_kw})
         assert got.dtype == y.dtype and got.shape == ref.shape == y.shape, (name, kw)
@@ -118,7 +117,7 @@ def test_fftconvolve_matches_scipy(client):
              (cube, (4, 3, 6), cube[:3, :2, :1], {"mode": "full", "axes": (0, 1)})]
     ys = [pdf.fftconvolve(da.from_array(a, chunks=c), da.from_array(k, chunks=2),
                           backend="vulkan", **kw) for a, c, k, kw in cases]
-    for got, (a, c, k, kw) in zip(client.compute(ys, sync=True), cases):
+    for got, (a, _, k, kw) in zip(client.compute(ys, sync=True), cases):
         ref = scipy.signal.fftconvolve(a.astype(np.complex128 if a.dtype.kind == "c"
                                                 else np.float64), k, **kw)
         assert got.shape == ref.shape and got.dtype == np.result_type(a.dtype, k.dtype)
