@@ -63,7 +63,7 @@ def default_cases(elements: int, quick: bool) -> list[Case]:
 
 def loop_cases(elements: int, quick: bool) -> list[Case]:
     """The cases of `bench --loop` (also looped in a full run): the sizes a render loop uses."""
-    sides = _sides(quick)[:2]
+    sides = _sides(quick)
     return ([Case("fft2", (s, s), (0, 1), "2d") for s in sides]
             + [Case("rfft2", (s, s), (0, 1), "real") for s in sides]
             + [_stack(quick), batched_case(4096, elements)])
