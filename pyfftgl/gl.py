@@ -30,6 +30,7 @@ before it.
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 
 import moderngl
@@ -50,6 +51,39 @@ def _released(obj) -> bool:
     return type(getattr(obj, "mglo", None)).__name__ == "InvalidObject"
 
 
+def _device_of(ctx) -> GLDevice:
+    """The GL device on `ctx` (GLDevice.of), made with ctx current: a device takes the context
+    current at its making for ctx's own, so one made while the caller had another context
+    current would make that one current for every later call."""
+    if getattr(ctx, "_pyfftgl_device", None) is not None:
+        return GLDevice.of(ctx)
+    with ctx:  # ModernGL puts the context current before back on exit
+        return GLDevice.of(ctx)
+
+
+def _check_overlaps(items, sets, many: bool) -> None:
+    """Refuse a call whose results would overwrite each other or what it has yet to read: a
+    dst given twice, or a dst that is a src of another set of passes (of another format, a
+    TextureArray, or past the textures one set binds), which runs before or after that set.
+    Within one set a dst may be another position's src: the passes meet in the plan's texture."""
+    def name(role, i):
+        return f"{role}[{i}]" if many else role
+    written, of_set = {}, {}
+    for n, (at, _) in enumerate(sets):
+        for i in at:
+            of_set[i] = n
+            d = items[i][1]
+            if d is not None and written.setdefault(id(d), i) != i:
+                raise ValueError(f"{name('dst', i)} is {name('dst', written[id(d)])}: each "
+                                 f"result needs a texture of its own")
+    for i, (s, *_) in enumerate(items):
+        j = written.get(id(s))
+        if j is not None and of_set[j] != of_set[i]:
+            raise ValueError(f"{name('dst', j)} is {name('src', i)}, which another set of "
+                             "passes reads (another format, a TextureArray, or past the "
+                             "textures one set binds): give it a texture of its own")
+
+
 class Spectrum:
     """A kernel's 2D spectrum on the GPU (TextureFFT.spectrum): `fields` complex values per
     element, 1 (applied to every field of an image) or 2 (one per field of an rgba32f image)."""
@@ -63,6 +97,8 @@ class Spectrum:
 
     def get(self) -> np.ndarray:
         """A host copy: complex64 of shape (height, width), or (height, width, 2) per field."""
+        if _released(self.owner.ctx):
+            raise ValueError("the ModernGL context this spectrum lives on was released")
         flat = self.owner.device.read(self.buffer, 2 * self.fields * self.owner.size)  # locks
         return flat.view(np.complex64).reshape(self.shape)
 
@@ -98,7 +134,7 @@ class TextureFFT:
         if _released(ctx):
             raise ValueError("ctx was released")
         self.ctx = ctx
-        self.device = get_device(GLDevice.of(ctx))  # held to the device profile in force
+        self.device = get_device(_device_of(ctx))  # held to the device profile in force
         side = self.device.info.limits.max_texture_size
         if max(self.shape) > side:
             raise ValueError(f"{self.shape} exceeds this device's largest texture side ({side})")
@@ -143,6 +179,14 @@ class TextureFFT:
             self._mid[(fields, layers)] = got
         return got
 
+    def _current(self):
+        """device.current(), refused where the caller released ctx since (ModernGL's released
+        context cannot be made current)."""
+        if _released(self.ctx):
+            raise ValueError(f"the ModernGL context of this TextureFFT ({self.shape[0]} x "
+                             f"{self.shape[1]}) was released")
+        return self.device.current()
+
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"this TextureFFT ({self.shape[0]} x {self.shape[1]}) was closed")
@@ -156,8 +200,14 @@ class TextureFFT:
                             f"{'' if layers else ' or TextureArray'}, not {type(tex).__name__}")
         if _released(tex):
             raise ValueError(f"{what} was released")
+        if tex.ctx is not self.ctx:  # its name would bind another texture, or none, here
+            raise ValueError(f"{what} belongs to another ModernGL context than this "
+                             f"TextureFFT's ctx; make it on ctx")
         if getattr(tex, "depth", False):  # a depth format is no image format a shader may bind
             raise TypeError(f"{what} is a depth texture; TextureFFT transforms colour textures")
+        if getattr(tex, "samples", 0):  # a sampler2D reads none; an image2D writes none
+            raise TypeError(f"{what} is a multisample texture; TextureFFT transforms single-"
+                            f"sample textures (resolve it into one first)")
         fmt, size = image_format(tex.components, tex.dtype), tuple(tex.size)
         if fmt is None:
             raise TypeError(f"{what} must be an r32f, rg32f or rgba32f texture (components 1, 2 "
@@ -177,7 +227,7 @@ class TextureFFT:
                                           dtype=f.dtype)
         return self.ctx.texture(self.shape[::-1], f.components, dtype=f.dtype)
 
-    def _groups(self, src, dst, out_format, real_out: bool, inverse: bool, spec_fields=0):
+    def _groups(self, src, dst, out_format, real_out: bool, spec_fields=0):
         """The call's work as groups, each one set of passes: (srcs, dsts, src format, dst
         format, layers, kind), kind "array" (one TextureArray), "list" (textures of one format,
         as many as a pass may bind) or "" (one texture); new dst textures of format
@@ -193,37 +243,51 @@ class TextureFFT:
                 raise ValueError(f"dst must match src: {len(srcs)} texture(s), got {len(dsts)}")
         items = []
         for i, (s, d) in enumerate(zip(srcs, dsts)):
-            ws, wd = (f"src[{i}]", f"dst[{i}]") if many else ("src", "dst")
-            fs = self._format(s, ws)
-            layers = s.layers if isinstance(s, moderngl.TextureArray) else 0
-            fd = self._format(d, wd, layers) if d is not None else None
-            if d is not None and not layers and isinstance(d, moderngl.TextureArray):
-                raise TypeError(f"{wd} must be a moderngl.Texture like src, not a TextureArray")
-            if fd is not None and (IMAGE_FORMATS[fd].fields != IMAGE_FORMATS[fs].fields
-                                   or IMAGE_FORMATS[fd].components == 1 and not real_out):
-                raise ValueError(f"cannot write the transform of a {fs} texture into {fd}")
-            if spec_fields > IMAGE_FORMATS[fs].fields:
-                raise ValueError(f"a spectrum of {spec_fields} fields cannot filter a "
-                                 f"{fs} texture of {IMAGE_FORMATS[fs].fields}")
-            items.append((s, d, fs, fd or out_format(fs), layers))
+            names = (f"src[{i}]", f"dst[{i}]") if many else ("src", "dst")
+            items.append(self._item(s, d, names, out_format, real_out, spec_fields))
+        sets = self._sets(items, many)
+        _check_overlaps(items, sets, many)
         # New textures only once every argument is known good.
         items = [(s, d if d is not None else self._new_texture(fd, layers), fs, fd, layers)
                  for s, d, fs, fd, layers in items]
-        groups, lists = [], {}
-        for s, d, fs, fd, layers in items:
-            if layers:
-                groups.append(([s], [d], fs, fd, layers, "array"))
-            elif not many:
-                groups.append(([s], [d], fs, fd, 0, ""))
-            else:
-                lists.setdefault((fs, fd), []).append((s, d))
-        for (fs, fd), pairs in lists.items():
-            k = self._list_size()
-            for lo in range(0, len(pairs), k):
-                chunk = pairs[lo:lo + k]
-                groups.append(([p[0] for p in chunk], [p[1] for p in chunk], fs, fd,
-                               len(chunk), "list"))
+        groups = []
+        for at, kind in sets:
+            chunk = [items[i] for i in at]
+            s, d, fs, fd, layers = chunk[0]
+            groups.append(([c[0] for c in chunk], [c[1] for c in chunk], fs, fd,
+                           len(chunk) if kind == "list" else layers, kind))
         return groups, [it[1] for it in items], many
+
+    def _item(self, s, d, names, out_format, real_out: bool, spec_fields: int) -> tuple:
+        """One position of a call, checked: (src, dst or None, src format, dst format,
+        layers: a TextureArray's, else 0)."""
+        ws, wd = names
+        fs = self._format(s, ws)
+        layers = s.layers if isinstance(s, moderngl.TextureArray) else 0
+        fd = self._format(d, wd, layers) if d is not None else None
+        if d is not None and not layers and isinstance(d, moderngl.TextureArray):
+            raise TypeError(f"{wd} must be a moderngl.Texture like src, not a TextureArray")
+        if fd is not None and (IMAGE_FORMATS[fd].fields != IMAGE_FORMATS[fs].fields
+                               or IMAGE_FORMATS[fd].components == 1 and not real_out):
+            raise ValueError(f"cannot write the transform of a {fs} texture into {fd}")
+        if spec_fields > IMAGE_FORMATS[fs].fields:
+            raise ValueError(f"a spectrum of {spec_fields} fields cannot filter a "
+                             f"{fs} texture of {IMAGE_FORMATS[fs].fields}")
+        return s, d, fs, fd or out_format(fs), layers
+
+    def _sets(self, items, many: bool) -> list[tuple[list[int], str]]:
+        """The positions each set of passes takes, in the order they run, and its kind: a
+        TextureArray alone, one texture alone, else a list of one format pair, as many a set as
+        a pass binds."""
+        sets, lists = [], {}
+        for i, (_, _, fs, fd, layers) in enumerate(items):
+            if layers or not many:
+                sets.append(([i], "array" if layers else ""))
+            else:
+                lists.setdefault((fs, fd), []).append(i)
+        k = self._list_size()
+        return sets + [(at[lo:lo + k], "list") for at in lists.values()
+                       for lo in range(0, len(at), k)]
 
     @staticmethod
     def _images(texs, kind):
@@ -248,14 +312,20 @@ class TextureFFT:
         last = self._last.get(tag)
         if last is None or not all(map(operator.is_, last[0], args)) or any(map(_released, args)):
             return False
-        with self.calls.lock:
-            last[1].run(wait=False)
+        # The device before the plan's lock, as everywhere (the run takes the device anyway):
+        # the other order deadlocks with a thread recording a call.
+        try:
+            with self.device.current(), self.calls.lock:
+                last[1].run(wait=False)
+        except AttributeError:  # ModernGL's released context cannot be made current
+            self._current()  # says so where that was it
+            raise
         return True
 
     def _transform(self, inverse: bool, src, dst):
         # A real field's spectrum is complex; the inverse may keep real parts (an r32f dst).
         groups, dsts, many = self._groups(src, dst, lambda fs: IMAGE_FORMATS[fs].spectrum,
-                                          real_out=inverse, inverse=inverse)
+                                          real_out=inverse)
         objs = tuple(o for ss, ds, *_ in groups for o in ss + ds)
         # The passes may meet in dst unless a dst is another position's src: a first pass
         # writing it would race the one reading it.
@@ -279,7 +349,7 @@ class TextureFFT:
         self._check_open()
         if self._replayed(("t", False), (src, dst)):  # takes the context itself
             return dst
-        with self.device.current():  # from any thread (see backends/gl.py)
+        with self._current():  # from any thread (see backends/gl.py)
             return self._transform(False, src, dst)
 
     def inverse(self, src, dst=None):
@@ -288,7 +358,7 @@ class TextureFFT:
         self._check_open()
         if self._replayed(("t", True), (src, dst)):
             return dst
-        with self.device.current():
+        with self._current():
             return self._transform(True, src, dst)
 
     def spectrum(self, kernel, *, frequency: bool = False) -> Spectrum:
@@ -298,7 +368,7 @@ class TextureFFT:
         origin is element [0, 0] (np.fft.ifftshift a centred one). frequency=True: `kernel`
         already is the spectrum, (height, width) or (height, width, 2), uploaded as is."""
         self._check_open()
-        with self.device.current():
+        with self._current():
             return self._spectrum(kernel, frequency)
 
     def _spectrum(self, kernel, frequency: bool) -> Spectrum:
@@ -350,13 +420,13 @@ class TextureFFT:
         self._check_open()
         if self._replayed(("c",), (src, spectrum, dst)):
             return dst
-        with self.device.current():
+        with self._current():
             return self._convolve(src, spectrum, dst)
 
     def _convolve(self, src, spectrum: Spectrum, dst):
         if not isinstance(spectrum, Spectrum) or spectrum.owner is not self:
             raise TypeError("spectrum must come from this TextureFFT's spectrum()")
-        groups, dsts, many = self._groups(src, dst, lambda fs: fs, real_out=True, inverse=False,
+        groups, dsts, many = self._groups(src, dst, lambda fs: fs, real_out=True,
                                           spec_fields=spectrum.fields)
         objs = tuple(o for ss, ds, *_ in groups for o in ss + ds) + (spectrum,)
 
@@ -397,10 +467,13 @@ class TextureFFT:
 
     def close(self):
         """Release the plans' GL objects (after the GPU is done with them). Calls afterwards
-        raise ValueError; spectra already made keep their data."""
+        raise ValueError; spectra already made keep their data. After ctx was released (its
+        objects went with it) it only forgets them."""
         self._closed = True
-        with self.device.current():
-            self.device.finish()
+        gone = _released(self.ctx)
+        with contextlib.nullcontext() if gone else self.device.current():
+            if not gone:
+                self.device.finish()
             with self.calls.lock:
                 self.calls.recorded.clear()
                 self._last.clear()
