@@ -113,10 +113,15 @@ class TextureFFT:
     forward(), inverse() and convolve() return once queued; spectrum() of an array waits for
     its upload texture's work (make spectra before a render loop), as close() does.
 
-    The device made for `ctx` is stored on it as `ctx._pyfftgl_device` (one per context, so
-    programs compile once per context), and importing pyfftgl.gl installs an audit hook that
-    fences the library's last GL call when a single-threaded process starts a thread (see
-    backends/_glcontext.py)."""
+    Textures must be made on `ctx` itself (`texture.ctx is ctx`): ModernGL does not record
+    which contexts share objects, so one of any other context (share=True ones too) is refused,
+    as is a spectrum of another TextureFFT. A list's dst may be in place, or another position's
+    src of the same format pair; not another position's dst, nor a src of another set of passes.
+
+    The device made for `ctx` (with ctx current) is stored on it as `ctx._pyfftgl_device` (one
+    per context, so programs compile once per context), and importing pyfftgl.gl installs an
+    audit hook that fences the library's last GL call when a single-threaded process starts a
+    thread (see backends/gl_context.py)."""
 
     ROW_LINES = ROW_LINES  # the module's (texture_limits)
 
@@ -312,11 +317,11 @@ class TextureFFT:
         last = self._last.get(tag)
         if last is None or not all(map(operator.is_, last[0], args)) or any(map(_released, args)):
             return False
-        # The device before the plan's lock, as everywhere (the run takes the device anyway):
-        # the other order deadlocks with a thread recording a call.
+        # The run holds the device, which orders it among every call; the calls' lock (taken
+        # after the device everywhere) is not needed to run a recording, and taken first it
+        # deadlocked with a thread recording a call.
         try:
-            with self.device.current(), self.calls.lock:
-                last[1].run(wait=False)
+            last[1].run(wait=False)
         except AttributeError:  # ModernGL's released context cannot be made current
             self._current()  # says so where that was it
             raise
