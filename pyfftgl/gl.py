@@ -39,6 +39,7 @@ import numpy as np
 from . import _validate, planner
 from .backends import get_device
 from .backends.gl import GLDevice, GLImage
+from .backends.gl_context import egl
 from .planner import IMAGE_FORMATS, TEXTURE_INTERMEDIATES, TextureCall, image_format
 # Their old home, which tests, tools and docs name: the planner's (planner/textures.py) now.
 from .planner import ROW_LINES, TWO_FIELD_SHAPES, texture_limits, work_format  # noqa: F401
@@ -53,12 +54,18 @@ def _released(obj) -> bool:
 
 def _device_of(ctx) -> GLDevice:
     """The GL device on `ctx` (GLDevice.of), made with ctx current: a device takes the context
-    current at its making for ctx's own, so one made while the caller had another context
-    current would make that one current for every later call."""
-    if getattr(ctx, "_pyfftgl_device", None) is not None:
+    current at its making for ctx's own. The caller's EGL context is put back after, where it
+    had one (ModernGL's exit leaves none current); else ctx stays current."""
+    calls = egl() if getattr(ctx, "_pyfftgl_device", None) is None else None
+    if calls is None:
         return GLDevice.of(ctx)
-    with ctx:  # ModernGL puts the context current before back on exit
+    before = calls.state()
+    ctx.__enter__()
+    try:
         return GLDevice.of(ctx)
+    finally:
+        if before[3]:
+            calls.restore(before)
 
 
 def _check_overlaps(items, sets, many: bool) -> None:

@@ -40,20 +40,25 @@ def _texels(seed):
     return np.random.default_rng(seed).standard_normal(SHAPE + (2,)).astype(np.float32)
 
 
-def test_a_texture_fft_made_while_another_context_is_current_runs_on_its_own(contexts):
+def test_a_texture_fft_made_while_another_context_or_none_is_current_runs_on_its_own(contexts):
     """The device of a context is made with that context current, whichever the caller had
-    current: the results are right, and the caller's current context is left as it was."""
+    current (and that one is current again after), or none: the results are right."""
     a, b = contexts
-    fft = pyfftgl.gl.TextureFFT(a, SHAPE)  # b is current here, and stays so
+    fft = pyfftgl.gl.TextureFFT(a, SHAPE)  # b is current here
+    b.texture((4, 4), 2, dtype="f4").release()  # still current: ModernGL makes one on it
     x = _texels(1)
-    out = fft.forward(_texture(a, x))
     ref = np.fft.fft2(x[..., 0].astype(np.float64) + 1j * x[..., 1])
+    out = fft.forward(_texture(a, x))
     assert_accurate(_field(a, out), ref, ref.size)
     with b:  # b is the caller's: a call leaves it current
         assert fft.forward(_texture(a, x), out) is out
         assert b.error == "GL_NO_ERROR"
     assert_accurate(_field(a, out), ref, ref.size)
-    fft.close()
+    # none current (ModernGL's `with` leaves none): the TextureFFT of b as right
+    on_b = pyfftgl.gl.TextureFFT(b, SHAPE)
+    assert_accurate(_field(b, on_b.forward(_texture(b, x))), ref, ref.size)
+    for f in (fft, on_b):
+        f.close()
 
 
 def test_textures_of_another_context_are_refused_before_any_work(contexts):
