@@ -68,29 +68,6 @@ def _device_of(ctx) -> GLDevice:
             calls.restore(before)
 
 
-def _check_overlaps(items, sets, many: bool) -> None:
-    """Refuse a call whose results would overwrite each other or what it has yet to read: a
-    dst given twice, or a dst that is a src of another set of passes (of another format, a
-    TextureArray, or past the textures one set binds), which runs before or after that set.
-    Within one set a dst may be another position's src: the passes meet in the plan's texture."""
-    def name(role, i):
-        return f"{role}[{i}]" if many else role
-    written, of_set = {}, {}
-    for n, (at, _) in enumerate(sets):
-        for i in at:
-            of_set[i] = n
-            d = items[i][1]
-            if d is not None and written.setdefault(id(d), i) != i:
-                raise ValueError(f"{name('dst', i)} is {name('dst', written[id(d)])}: each "
-                                 f"result needs a texture of its own")
-    for i, (s, *_) in enumerate(items):
-        j = written.get(id(s))
-        if j is not None and of_set[j] != of_set[i]:
-            raise ValueError(f"{name('dst', j)} is {name('src', i)}, which another set of "
-                             "passes reads (another format, a TextureArray, or past the "
-                             "textures one set binds): give it a texture of its own")
-
-
 class Spectrum:
     """A kernel's 2D spectrum on the GPU (TextureFFT.spectrum): `fields` complex values per
     element, 1 (applied to every field of an image) or 2 (one per field of an rgba32f image)."""
@@ -257,8 +234,10 @@ class TextureFFT:
         for i, (s, d) in enumerate(zip(srcs, dsts)):
             names = (f"src[{i}]", f"dst[{i}]") if many else ("src", "dst")
             items.append(self._item(s, d, names, out_format, real_out, spec_fields))
-        sets = self._sets(items, many)
-        _check_overlaps(items, sets, many)
+        sets = planner.texture_sets([it[2:] for it in items], many, self._list_size())
+        planner.check_texture_overlaps([id(it[0]) for it in items],
+                                       [None if it[1] is None else id(it[1]) for it in items],
+                                       sets, many)
         # New textures only once every argument is known good.
         items = [(s, d if d is not None else self._new_texture(fd, layers), fs, fd, layers)
                  for s, d, fs, fd, layers in items]
@@ -286,20 +265,6 @@ class TextureFFT:
             raise ValueError(f"a spectrum of {spec_fields} fields cannot filter a "
                              f"{fs} texture of {IMAGE_FORMATS[fs].fields}")
         return s, d, fs, fd or out_format(fs), layers
-
-    def _sets(self, items, many: bool) -> list[tuple[list[int], str]]:
-        """The positions each set of passes takes, in the order they run, and its kind: a
-        TextureArray alone, one texture alone, else a list of one format pair, as many a set as
-        a pass binds."""
-        sets, lists = [], {}
-        for i, (_, _, fs, fd, layers) in enumerate(items):
-            if layers or not many:
-                sets.append(([i], "array" if layers else ""))
-            else:
-                lists.setdefault((fs, fd), []).append(i)
-        k = self._list_size()
-        return sets + [(at[lo:lo + k], "list") for at in lists.values()
-                       for lo in range(0, len(at), k)]
 
     @staticmethod
     def _images(texs, kind):

@@ -872,3 +872,19 @@ def test_texture_plans_refuse_what_one_submission_cannot_hold_and_key_a_cache():
     same = planner.transform_call([64, 64], False, "backward", "rg32f", "rg32f", 8, "array")
     assert same == call and hash(same) == hash(call)  # TextureFFT's plan cache key
     assert same != dataclasses.replace(call, kind="list")
+
+
+def test_texture_sets_and_the_overlaps_they_refuse():
+    # A TextureArray alone, then a list's textures by format pair, as many a set as a pass binds.
+    positions = [("rg32f", "rg32f", 0), ("r32f", "rg32f", 0), ("rg32f", "rg32f", 3),
+                 ("rg32f", "rg32f", 0), ("rg32f", "rg32f", 0), ("r32f", "rg32f", 0)]
+    sets = planner.texture_sets(positions, True, 2)
+    assert sets == [([2], "array"), ([0, 3], "list"), ([4], "list"), ([1, 5], "list")]
+    assert planner.texture_sets([("rg32f", "rg32f", 0)], False, 8) == [([0], "")]
+    srcs = [10, 11, 12, 13, 14, 15]
+    planner.check_texture_overlaps(srcs, srcs, sets, True)  # in place
+    planner.check_texture_overlaps(srcs, [13, None, 12, 10, None, 11], sets, True)  # a swap
+    for dsts, msg in (([20, 21, 22, 23, 24, 20], r"dst\[5\] is dst\[0\]"),
+                      ([14, 21, 22, 23, 24, 25], r"dst\[0\] is src\[4\], which another set")):
+        with pytest.raises(ValueError, match=msg):
+            planner.check_texture_overlaps(srcs, dsts, sets, True)

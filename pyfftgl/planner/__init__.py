@@ -41,5 +41,6 @@ from .tables import bluestein_chirp, bluestein_kernel, build_table, twiddle_tabl
 from .candidates import shape_candidates
 from .spec import AxisView, TransformSpec, assign_buffers, norm_scale
 from .textures import (ROW_LINES, TEXTURE_INTERMEDIATES, TEXTURE_KINDS, TWO_FIELD_SHAPES,
-                       TextureCall, TexturePlan, between_format, convolve_calls, texture_limits,
-                       texture_plan, texture_storage, transform_call, work_format)
+                       TextureCall, TexturePlan, between_format, check_texture_overlaps,
+                       convolve_calls, texture_limits, texture_plan, texture_sets,
+                       texture_storage, transform_call, work_format)

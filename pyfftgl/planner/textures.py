@@ -163,3 +163,42 @@ def convolve_calls(shape, src: str, dst: str, spec_fields: int, between: str | N
     inv = TextureCall(tuple(shape), True, "backward", fields, between, dst, 0, layers, kind,
                       own="in", through="in" if between else "", intermediate=intermediate)
     return fwd, inv
+
+
+def texture_sets(positions, many: bool, per_set: int) -> list[tuple[list[int], str]]:
+    """The sets of passes of a call on textures, in the order they run: each its positions
+    and kind (TEXTURE_KINDS). `positions`: (src format, dst format, layers: a TextureArray's,
+    else 0) of each; `many`: the call took a list; `per_set`: the most textures a pass binds.
+    A TextureArray or a call's one texture is a set alone; a list's textures of one format
+    pair are sets of up to per_set."""
+    sets, lists = [], {}
+    for i, (fs, fd, layers) in enumerate(positions):
+        if layers or not many:
+            sets.append(([i], "array" if layers else ""))
+        else:
+            lists.setdefault((fs, fd), []).append(i)
+    return sets + [(at[lo:lo + per_set], "list") for at in lists.values()
+                   for lo in range(0, len(at), per_set)]
+
+
+def check_texture_overlaps(srcs, dsts, sets, many: bool) -> None:
+    """ValueError where a call's results would overwrite each other or what it has yet to read:
+    a dst given twice, or a dst that is a src of another set of passes (texture_sets), which
+    runs before or after that set. Within one set a dst may be another position's src: the
+    passes then meet in the plan's texture. `srcs`, `dsts`: each position's texture identity
+    (dst None: a new texture)."""
+    def name(role, i):
+        return f"{role}[{i}]" if many else role
+    written, of_set = {}, {}
+    for n, (at, _) in enumerate(sets):
+        for i in at:
+            of_set[i] = n
+            if dsts[i] is not None and written.setdefault(dsts[i], i) != i:
+                raise ValueError(f"{name('dst', i)} is {name('dst', written[dsts[i]])}: each "
+                                 f"result needs a texture of its own")
+    for i, s in enumerate(srcs):
+        j = written.get(s)
+        if j is not None and of_set[j] != of_set[i]:
+            raise ValueError(f"{name('dst', j)} is {name('src', i)}, which another set of "
+                             "passes reads (another format, a TextureArray, or past the "
+                             "textures one set binds): give it a texture of its own")
