@@ -30,8 +30,8 @@ before it.
 """
 from __future__ import annotations
 
+import contextlib
 import operator
-from dataclasses import replace
 
 import moderngl
 import numpy as np
@@ -39,16 +39,33 @@ import numpy as np
 from . import _validate, planner
 from .backends import get_device
 from .backends.gl import GLDevice, GLImage
-from .planner import IMAGE_FORMATS, Storage, TunedShape, element_limits, image_format
+from .backends.gl_context import egl
+from .planner import IMAGE_FORMATS, TEXTURE_INTERMEDIATES, TextureCall, image_format
+# Their old home, which tests, tools and docs name: the planner's (planner/textures.py) now.
+from .planner import ROW_LINES, TWO_FIELD_SHAPES, texture_limits, work_format  # noqa: F401
 from .device_plan import DevicePlan, run_once
 from .plans import TransformPlan
-
-_INTERMEDIATES = ("buffer", "image")
 
 
 def _released(obj) -> bool:
     """Whether a ModernGL object was released (ModernGL swaps its handle for an InvalidObject)."""
     return type(getattr(obj, "mglo", None)).__name__ == "InvalidObject"
+
+
+def _device_of(ctx) -> GLDevice:
+    """The GL device on `ctx` (GLDevice.of), made with ctx current: a device takes the context
+    current at its making for ctx's own. The caller's EGL context is put back after, where it
+    had one (ModernGL's exit leaves none current); else ctx stays current."""
+    calls = egl() if getattr(ctx, "_pyfftgl_device", None) is None else None
+    if calls is None:
+        return GLDevice.of(ctx)
+    before = calls.state()
+    ctx.__enter__()
+    try:
+        return GLDevice.of(ctx)
+    finally:
+        if before[3]:
+            calls.restore(before)
 
 
 class Spectrum:
@@ -64,40 +81,13 @@ class Spectrum:
 
     def get(self) -> np.ndarray:
         """A host copy: complex64 of shape (height, width), or (height, width, 2) per field."""
+        if _released(self.owner.ctx):
+            raise ValueError("the ModernGL context this spectrum lives on was released")
         flat = self.owner.device.read(self.buffer, 2 * self.fields * self.owner.size)  # locks
         return flat.view(np.complex64).reshape(self.shape)
 
     def __repr__(self):
         return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"
-
-
-# Rows per workgroup of a pass along a texture's rows, a warp spanning them: textures are stored
-# in blocks of neighbouring rows.
-ROW_LINES = 2
-
-# Shapes of two-field (rgba) lines measured faster than the planner's own (docs/performance-
-# log.md): the complex64 wisdom does not apply to them. 512 for columns (tiled) and rows alike;
-# 720-point columns with an invocation per radix-3 butterfly, shared memory padded; 1280-point
-# rows two at a time, an invocation per radix-4 butterfly.
-TWO_FIELD_SHAPES = (TunedShape(512, (8, 8, 8), 64, 0, False, True),
-                    TunedShape(512, (8, 8, 8), 64, 0, False, False),
-                    TunedShape(720, (3, 3, 5, 4, 4), 240, 0, True, True),
-                    TunedShape(1280, (4, 4, 4, 4, 5), 320, ROW_LINES))
-
-
-def work_format(fields: int) -> str:
-    """The float32 format of the textures TextureFFT keeps for itself (between passes, between
-    convolve's halves, a kernel's upload) for elements of `fields` complex values."""
-    return "rgba32f" if fields == 2 else "rg32f"
-
-
-def texture_limits(limits, fields: int):
-    """The limits TextureFFT plans with for elements of `fields` complex values: as if memory
-    were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), rows
-    ROW_LINES at once, and two-field lines in TWO_FIELD_SHAPES."""
-    out = replace(element_limits(limits, planner.COMPLEX64_BYTES * fields),
-                  tile_lines=max(1, planner.TILE_LINES // fields), row_lines=ROW_LINES)
-    return replace(out, tuned=TWO_FIELD_SHAPES) if fields == 2 else out
 
 
 class TextureFFT:
@@ -107,18 +97,24 @@ class TextureFFT:
     forward(), inverse() and convolve() return once queued; spectrum() of an array waits for
     its upload texture's work (make spectra before a render loop), as close() does.
 
-    The device made for `ctx` is stored on it as `ctx._pyfftgl_device` (one per context, so
-    programs compile once per context), and importing pyfftgl.gl installs an audit hook that
-    fences the library's last GL call when a single-threaded process starts a thread (see
-    backends/_glcontext.py)."""
+    Textures must be made on `ctx` itself (`texture.ctx is ctx`): ModernGL does not record
+    which contexts share objects, so one of any other context (share=True ones too) is refused,
+    as is a spectrum of another TextureFFT. A list's dst may be in place, or another position's
+    src of the same format pair; not another position's dst, nor a src of another set of passes.
+
+    The device made for `ctx` (with ctx current) is stored on it as `ctx._pyfftgl_device` (one
+    per context, so programs compile once per context), and importing pyfftgl.gl installs an
+    audit hook that fences the library's last GL call when a single-threaded process starts a
+    thread (see backends/gl_context.py)."""
 
     ROW_LINES = ROW_LINES  # the module's (texture_limits)
 
     def __init__(self, ctx, shape, norm=None, *, intermediate: str = "image"):
         if len(shape) != 2 or any(int(n) != n or n < 1 for n in shape):
             raise ValueError(f"shape must be (height, width) of positive integers, got {shape!r}")
-        if intermediate not in _INTERMEDIATES:
-            raise ValueError(f"intermediate must be one of {_INTERMEDIATES}, got {intermediate!r}")
+        if intermediate not in TEXTURE_INTERMEDIATES:
+            raise ValueError(f"intermediate must be one of {TEXTURE_INTERMEDIATES}, "
+                             f"got {intermediate!r}")
         self.shape = (int(shape[0]), int(shape[1]))
         self.size = self.shape[0] * self.shape[1]
         self.norm, self.intermediate = _validate.norm(norm), intermediate
@@ -127,12 +123,13 @@ class TextureFFT:
         if _released(ctx):
             raise ValueError("ctx was released")
         self.ctx = ctx
-        self.device = get_device(GLDevice.of(ctx))  # held to the device profile in force
+        self.device = get_device(_device_of(ctx))  # held to the device profile in force
         side = self.device.info.limits.max_texture_size
         if max(self.shape) > side:
             raise ValueError(f"{self.shape} exceeds this device's largest texture side ({side})")
-        self._plans: dict[tuple, TransformPlan] = {}
-        self._mid: dict[tuple, object] = {}  # (fields, layers) -> what lies between convolve's halves
+        self._plans: dict[TextureCall, TransformPlan] = {}
+        # (fields, layers) -> what lies between convolve's halves (_between)
+        self._mid: dict[tuple, object] = {}
         # Every call's recorded submission, by the textures it binds (a render loop replays
         # them); the dispatches are its plans' for each group of the call.
         self.calls = DevicePlan(self.device)
@@ -140,50 +137,14 @@ class TextureFFT:
 
     # -- plans ------------------------------------------------------------------------------
 
-    def _plan(self, inverse: bool, norm: str, fields: int, src: str | None, dst: str | None,
-              spec_fields: int = 0, layers: int = 0, kind: str = "",
-              own: str = "", through: str = "") -> TransformPlan:
-        """The plan reading an image of format `src` (None: a buffer) and writing `dst`;
-        `layers` > 0: that many images in one set of passes, bound as one TextureArray
-        (kind "array") or a list of textures (kind "list"), except `own` ("in" or "out"): a
-        texture of the TextureFFT's, every layer in it one below the other. `through` ("in" or
-        "out", of the work format): the passes meet in that texture of the call instead of one
-        of the plan's (the plan's intermediate "w0" an alias of it)."""
-        mid = self.intermediate == "image" and src is not None and dst is not None
-        key = (inverse, norm, fields, src, dst, spec_fields, mid, layers, kind, own, through)
-        plan = self._plans.get(key)
-        if plan is not None:
-            return plan
-        limits = texture_limits(self.device.info.limits, fields)
-        # the layer is the batch: one more grid dimension of the same passes
-        shape, axes = ((layers,) + self.shape, (1, 2)) if layers else (self.shape, (0, 1))
-        spec = planner.plan_c2c(shape, axes, inverse, norm, limits)
-        if spec.chunks != 1:
-            raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
-        images = [(name, fmt) for name, fmt in (("in", src), ("out", dst)) if fmt]
-        sizes = dict(spec.buffers)
-        bound = (tuple(name for name, _ in images if name in ("in", "out") and name != own)
-                 if layers else ())
-        aliases = {}
-        # A texture between the two passes where the one intermediate is the image's size (a
-        # Bluestein or four-step axis keeps buffers): the call's own input or output where it
-        # may be overwritten and holds float32 (each pass reads a line whole before writing it,
-        # so a pass may write the texture it reads), else the plan's, as tall as every layer.
-        # Meeting in the call's texture leaves a third less memory in flight (L2's share).
-        if mid and len(spec.passes) == 2 and sizes.get("w0", 0) * spec.units == self.size * max(
-                layers, 1):
-            if through:
-                images.append(("w0", work_format(fields)))
-                bound += ("w0",) if through in bound else ()
-                aliases = {"w0": through}
-            elif self.shape[0] * max(layers, 1) <= self.device.info.limits.max_texture_size:
-                images.append(("w0", work_format(fields)))
-        storage = Storage(fields=fields, images=tuple(images), width=self.shape[1],
-                          spec_fields=spec_fields, layers=max(layers, 1), height=self.shape[0],
-                          arrays=bound if kind == "array" else (),
-                          lists=bound if kind == "list" else ())
-        plan = self._plans[key] = TransformPlan(spec, self.device, limits, norm, storage=storage,
-                                                aliases=aliases)
+    def _plan(self, call: TextureCall) -> TransformPlan:
+        """The plan of `call`, made once: planner.texture_plan decides its passes and storage."""
+        plan = self._plans.get(call)
+        if plan is None:
+            made = planner.texture_plan(call, self.device.info.limits)
+            plan = self._plans[call] = TransformPlan(made.spec, self.device, made.limits,
+                                                     call.norm, storage=made.storage,
+                                                     aliases=made.aliases)
         return plan
 
     def _list_size(self) -> int:
@@ -199,14 +160,21 @@ class TextureFFT:
         exceed the largest texture side, a buffer."""
         got = self._mid.get((fields, layers))
         if got is None:
-            fmt = work_format(fields)
             h, w = self.shape
-            if h * layers <= self.device.info.limits.max_texture_size:
-                got = (self.device.image(w, h * layers, fmt), fmt)
-            else:
-                got = (self.device.buffer(self.size * 8 * fields * layers), None)
+            fmt = planner.between_format(self.shape, fields, layers,
+                                         self.device.info.limits.max_texture_size)
+            got = (self.device.image(w, h * layers, fmt) if fmt
+                   else self.device.buffer(self.size * 8 * fields * layers), fmt)
             self._mid[(fields, layers)] = got
         return got
+
+    def _current(self):
+        """device.current(), refused where the caller released ctx since (ModernGL's released
+        context cannot be made current)."""
+        if _released(self.ctx):
+            raise ValueError(f"the ModernGL context of this TextureFFT ({self.shape[0]} x "
+                             f"{self.shape[1]}) was released")
+        return self.device.current()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -221,8 +189,14 @@ class TextureFFT:
                             f"{'' if layers else ' or TextureArray'}, not {type(tex).__name__}")
         if _released(tex):
             raise ValueError(f"{what} was released")
+        if tex.ctx is not self.ctx:  # its name would bind another texture, or none, here
+            raise ValueError(f"{what} belongs to another ModernGL context than this "
+                             f"TextureFFT's ctx; make it on ctx")
         if getattr(tex, "depth", False):  # a depth format is no image format a shader may bind
             raise TypeError(f"{what} is a depth texture; TextureFFT transforms colour textures")
+        if getattr(tex, "samples", 0):  # a sampler2D reads none; an image2D writes none
+            raise TypeError(f"{what} is a multisample texture; TextureFFT transforms single-"
+                            f"sample textures (resolve it into one first)")
         fmt, size = image_format(tex.components, tex.dtype), tuple(tex.size)
         if fmt is None:
             raise TypeError(f"{what} must be an r32f, rg32f or rgba32f texture (components 1, 2 "
@@ -242,7 +216,7 @@ class TextureFFT:
                                           dtype=f.dtype)
         return self.ctx.texture(self.shape[::-1], f.components, dtype=f.dtype)
 
-    def _groups(self, src, dst, out_format, real_out: bool, inverse: bool, spec_fields=0):
+    def _groups(self, src, dst, out_format, real_out: bool, spec_fields=0):
         """The call's work as groups, each one set of passes: (srcs, dsts, src format, dst
         format, layers, kind), kind "array" (one TextureArray), "list" (textures of one format,
         as many as a pass may bind) or "" (one texture); new dst textures of format
@@ -258,37 +232,39 @@ class TextureFFT:
                 raise ValueError(f"dst must match src: {len(srcs)} texture(s), got {len(dsts)}")
         items = []
         for i, (s, d) in enumerate(zip(srcs, dsts)):
-            ws, wd = (f"src[{i}]", f"dst[{i}]") if many else ("src", "dst")
-            fs = self._format(s, ws)
-            layers = s.layers if isinstance(s, moderngl.TextureArray) else 0
-            fd = self._format(d, wd, layers) if d is not None else None
-            if d is not None and not layers and isinstance(d, moderngl.TextureArray):
-                raise TypeError(f"{wd} must be a moderngl.Texture like src, not a TextureArray")
-            if fd is not None and (IMAGE_FORMATS[fd].fields != IMAGE_FORMATS[fs].fields
-                                   or IMAGE_FORMATS[fd].components == 1 and not real_out):
-                raise ValueError(f"cannot write the transform of a {fs} texture into {fd}")
-            if spec_fields > IMAGE_FORMATS[fs].fields:
-                raise ValueError(f"a spectrum of {spec_fields} fields cannot filter a "
-                                 f"{fs} texture of {IMAGE_FORMATS[fs].fields}")
-            items.append((s, d, fs, fd or out_format(fs), layers))
+            names = (f"src[{i}]", f"dst[{i}]") if many else ("src", "dst")
+            items.append(self._item(s, d, names, out_format, real_out, spec_fields))
+        sets = planner.texture_sets([it[2:] for it in items], many, self._list_size())
+        planner.check_texture_overlaps([id(it[0]) for it in items],
+                                       [None if it[1] is None else id(it[1]) for it in items],
+                                       sets, many)
         # New textures only once every argument is known good.
         items = [(s, d if d is not None else self._new_texture(fd, layers), fs, fd, layers)
                  for s, d, fs, fd, layers in items]
-        groups, lists = [], {}
-        for s, d, fs, fd, layers in items:
-            if layers:
-                groups.append(([s], [d], fs, fd, layers, "array"))
-            elif not many:
-                groups.append(([s], [d], fs, fd, 0, ""))
-            else:
-                lists.setdefault((fs, fd), []).append((s, d))
-        for (fs, fd), pairs in lists.items():
-            k = self._list_size()
-            for lo in range(0, len(pairs), k):
-                chunk = pairs[lo:lo + k]
-                groups.append(([p[0] for p in chunk], [p[1] for p in chunk], fs, fd,
-                               len(chunk), "list"))
+        groups = []
+        for at, kind in sets:
+            chunk = [items[i] for i in at]
+            s, d, fs, fd, layers = chunk[0]
+            groups.append(([c[0] for c in chunk], [c[1] for c in chunk], fs, fd,
+                           len(chunk) if kind == "list" else layers, kind))
         return groups, [it[1] for it in items], many
+
+    def _item(self, s, d, names, out_format, real_out: bool, spec_fields: int) -> tuple:
+        """One position of a call, checked: (src, dst or None, src format, dst format,
+        layers: a TextureArray's, else 0)."""
+        ws, wd = names
+        fs = self._format(s, ws)
+        layers = s.layers if isinstance(s, moderngl.TextureArray) else 0
+        fd = self._format(d, wd, layers) if d is not None else None
+        if d is not None and not layers and isinstance(d, moderngl.TextureArray):
+            raise TypeError(f"{wd} must be a moderngl.Texture like src, not a TextureArray")
+        if fd is not None and (IMAGE_FORMATS[fd].fields != IMAGE_FORMATS[fs].fields
+                               or IMAGE_FORMATS[fd].components == 1 and not real_out):
+            raise ValueError(f"cannot write the transform of a {fs} texture into {fd}")
+        if spec_fields > IMAGE_FORMATS[fs].fields:
+            raise ValueError(f"a spectrum of {spec_fields} fields cannot filter a "
+                             f"{fs} texture of {IMAGE_FORMATS[fs].fields}")
+        return s, d, fs, fd or out_format(fs), layers
 
     @staticmethod
     def _images(texs, kind):
@@ -313,14 +289,20 @@ class TextureFFT:
         last = self._last.get(tag)
         if last is None or not all(map(operator.is_, last[0], args)) or any(map(_released, args)):
             return False
-        with self.calls.lock:
+        # The run holds the device, which orders it among every call; the calls' lock (taken
+        # after the device everywhere) is not needed to run a recording, and taken first it
+        # deadlocked with a thread recording a call.
+        try:
             last[1].run(wait=False)
+        except AttributeError:  # ModernGL's released context cannot be made current
+            self._current()  # says so where that was it
+            raise
         return True
 
     def _transform(self, inverse: bool, src, dst):
         # A real field's spectrum is complex; the inverse may keep real parts (an r32f dst).
         groups, dsts, many = self._groups(src, dst, lambda fs: IMAGE_FORMATS[fs].spectrum,
-                                          real_out=inverse, inverse=inverse)
+                                          real_out=inverse)
         objs = tuple(o for ss, ds, *_ in groups for o in ss + ds)
         # The passes may meet in dst unless a dst is another position's src: a first pass
         # writing it would race the one reading it.
@@ -330,10 +312,8 @@ class TextureFFT:
         def build():
             out = []
             for ss, ds, fs, fd, layers, kind in groups:
-                fields = IMAGE_FORMATS[fs].fields
-                through = "out" if apart and fd == work_format(fields) else ""
-                plan = self._plan(inverse, self.norm, fields, fs, fd, layers=layers, kind=kind,
-                                  through=through)
+                plan = self._plan(planner.transform_call(self.shape, inverse, self.norm, fs, fd,
+                                                         layers, kind, self.intermediate, apart))
                 out += plan.flat_dispatches({"in": self._images(ss, kind),
                                              "out": self._images(ds, kind)})
             return out
@@ -346,7 +326,7 @@ class TextureFFT:
         self._check_open()
         if self._replayed(("t", False), (src, dst)):  # takes the context itself
             return dst
-        with self.device.current():  # from any thread (see backends/gl.py)
+        with self._current():  # from any thread (see backends/gl.py)
             return self._transform(False, src, dst)
 
     def inverse(self, src, dst=None):
@@ -355,7 +335,7 @@ class TextureFFT:
         self._check_open()
         if self._replayed(("t", True), (src, dst)):
             return dst
-        with self.device.current():
+        with self._current():
             return self._transform(True, src, dst)
 
     def spectrum(self, kernel, *, frequency: bool = False) -> Spectrum:
@@ -365,7 +345,7 @@ class TextureFFT:
         origin is element [0, 0] (np.fft.ifftshift a centred one). frequency=True: `kernel`
         already is the spectrum, (height, width) or (height, width, 2), uploaded as is."""
         self._check_open()
-        with self.device.current():
+        with self._current():
             return self._spectrum(kernel, frequency)
 
     def _spectrum(self, kernel, frequency: bool) -> Spectrum:
@@ -405,7 +385,8 @@ class TextureFFT:
         fmt = self._format(tex, "kernel")
         fields = IMAGE_FORMATS[fmt].fields
         buf = self.device.buffer(self.size * 8 * fields)
-        plan = self._plan(False, "backward", fields, fmt, None)
+        plan = self._plan(TextureCall(self.shape, False, "backward", fields, fmt, None,
+                                      intermediate=self.intermediate))
         run_once(self.device, plan.flat_dispatches({"in": GLImage(tex), "out": buf}))
         return Spectrum(self, buf, fields)
 
@@ -416,26 +397,22 @@ class TextureFFT:
         self._check_open()
         if self._replayed(("c",), (src, spectrum, dst)):
             return dst
-        with self.device.current():
+        with self._current():
             return self._convolve(src, spectrum, dst)
 
     def _convolve(self, src, spectrum: Spectrum, dst):
         if not isinstance(spectrum, Spectrum) or spectrum.owner is not self:
             raise TypeError("spectrum must come from this TextureFFT's spectrum()")
-        groups, dsts, many = self._groups(src, dst, lambda fs: fs, real_out=True, inverse=False,
+        groups, dsts, many = self._groups(src, dst, lambda fs: fs, real_out=True,
                                           spec_fields=spectrum.fields)
         objs = tuple(o for ss, ds, *_ in groups for o in ss + ds) + (spectrum,)
 
         def build():
             out = []
             for ss, ds, fs, fd, layers, kind in groups:
-                fields = IMAGE_FORMATS[fs].fields
-                mid, fm = self._between(fields, max(layers, 1))
-                # Both halves meet in convolve's own texture between them (free to overwrite).
-                fwd = self._plan(False, "backward", fields, fs, fm, spectrum.fields,
-                                 layers, kind, own="out", through="out" if fm else "")
-                inv = self._plan(True, "backward", fields, fm, fd, 0, layers, kind, own="in",
-                                 through="in" if fm else "")
+                mid, fm = self._between(IMAGE_FORMATS[fs].fields, max(layers, 1))
+                fwd, inv = map(self._plan, planner.convolve_calls(
+                    self.shape, fs, fd, spectrum.fields, fm, layers, kind, self.intermediate))
                 out += fwd.flat_dispatches({"in": self._images(ss, kind), "out": mid,
                                             "spec": spectrum.buffer})
                 out += inv.flat_dispatches({"in": mid, "out": self._images(ds, kind)})
@@ -467,10 +444,13 @@ class TextureFFT:
 
     def close(self):
         """Release the plans' GL objects (after the GPU is done with them). Calls afterwards
-        raise ValueError; spectra already made keep their data."""
+        raise ValueError; spectra already made keep their data. After ctx was released (its
+        objects went with it) it only forgets them."""
         self._closed = True
-        with self.device.current():
-            self.device.finish()
+        gone = _released(self.ctx)
+        with contextlib.nullcontext() if gone else self.device.current():
+            if not gone:
+                self.device.finish()
             with self.calls.lock:
                 self.calls.recorded.clear()
                 self._last.clear()

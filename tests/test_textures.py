@@ -354,6 +354,7 @@ def test_misuse_raises_clear_errors_before_any_work(ctx):
     released = ctx.texture((32, 16), 2, dtype="f4")
     released.release()
     depth = ctx.depth_texture((32, 16))
+    multisample = ctx.texture((32, 16), 2, samples=4, dtype="f4")  # no image2D, no sampler2D
     assert isinstance(depth, moderngl.Texture) and (depth.components, depth.dtype) == (1, "f4")
     for call, exc, msg in [
         (lambda: fft.forward(released), ValueError, "src was released"),
@@ -363,6 +364,8 @@ def test_misuse_raises_clear_errors_before_any_work(ctx):
         (lambda: fft.forward(depth), TypeError, "src is a depth texture"),
         (lambda: fft.forward(good, depth), TypeError, "dst is a depth texture"),
         (lambda: fft.spectrum(depth), TypeError, "kernel is a depth texture"),
+        (lambda: fft.forward(multisample), TypeError, "src is a multisample texture"),
+        (lambda: fft.inverse(good, multisample), TypeError, "dst is a multisample texture"),
     ]:
         with pytest.raises(exc, match=msg):
             call()
@@ -377,5 +380,43 @@ def test_misuse_raises_clear_errors_before_any_work(ctx):
             call()
     # a spectrum made before close() keeps its data
     assert_accurate(spectrum.get(), np.fft.fft2(kernel.astype(np.float64)), kernel.size)
-    depth.release()
-    good.release()
+    for t in (depth, good, multisample):
+        t.release()
+
+
+def test_results_that_would_overwrite_each_other_or_unread_sources_are_refused(ctx):
+    """A call's sets of passes (one a format pair, a TextureArray, or as many textures as a pass
+    binds) run one after another: a dst that is a src of another set would be written before
+    or after that set reads it, and a dst given twice would take two results. Both are refused
+    before any work; within one set a dst may be another position's src (the passes then meet
+    in the plan's texture: test_texture_batches.py)."""
+    shape = (16, 32)
+    fft = pyfftgl.gl.TextureFFT(ctx, shape)
+    g1, g2, r = (texture(ctx, random_texels(shape, fmt, seed=i))
+                 for i, fmt in enumerate(["rg32f", "rg32f", "r32f"]))
+    many = [texture(ctx, random_texels(shape, "rg32f", seed=10 + i)) for i in range(17)]
+    arrays = [ctx.texture_array((32, 16, 2), 2, dtype="f4") for _ in range(2)]
+    kernel = fft.spectrum(np.ones(shape))
+    plans, before = len(fft.plans()), [read(t) for t in [g1, g2, r] + many]
+    another = "which another set of passes reads"
+    for call, msg in [
+        (lambda: fft.forward([g1, g2], [g1, g1]), r"dst\[1\] is dst\[0\]: each result needs"),
+        (lambda: fft.convolve([g1, g2], kernel, [g2, g2]), r"dst\[1\] is dst\[0\]"),
+        (lambda: fft.forward([r, g1], [g1, g2]), rf"dst\[0\] is src\[1\], {another}"),
+        (lambda: fft.forward([g1, r], [g2, g1]), rf"dst\[1\] is src\[0\], {another}"),
+        (lambda: fft.inverse([g1, r], [r, g1]), rf"is src\[\d\], {another}"),
+        (lambda: fft.convolve([r, g1], kernel, [g1, g2]), rf"dst\[0\] is src\[1\], {another}"),
+        (lambda: fft.forward(arrays, arrays[::-1]), rf"is src\[\d\], {another}"),
+        (lambda: fft.forward(many, many[1:] + many[:1]), rf"is src\[\d+\], {another}"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            call()
+    assert len(fft.plans()) == plans and fft.recordings() == []  # nothing planned or run
+    assert all(np.array_equal(read(t), b) for t, b in zip([g1, g2, r] + many, before))
+    # in place, position by position, across sets: each set reads its own before writing
+    assert fft.forward(many, many) == many
+    for t, b in zip(many, before[3:]):
+        (got,), (x,) = fields(read(t)), fields(b)
+        assert_accurate(got, np.fft.fft2(x), x.size)
+    for t in [g1, g2, r] + many + arrays:
+        t.release()

@@ -253,3 +253,45 @@ def test_gl_many_short_lived_threads():
             got = _in_thread(o.get)
             assert not got.any()
     p.close()
+
+
+def test_gl_texture_fft_replays_and_new_calls_from_threads_at_once():
+    """One thread replays a TextureFFT call (the same textures every time) while another makes
+    calls that record and run anew (two destinations in turn): both take the device before the
+    calls' lock, so neither waits on the other for good, and every result is right."""
+    dev = get_device("gl")
+    shape = (16, 24)
+    fft = pyfftgl.gl.TextureFFT(dev.ctx, shape)
+    rng = np.random.default_rng(3)
+    a = [rng.standard_normal(shape + (2,)).astype(np.float32) for _ in range(2)]
+    with dev.current():
+        texs = [dev.ctx.texture(shape[::-1], 2, x.tobytes(), dtype="f4") for x in a]
+        outs = [dev.ctx.texture(shape[::-1], 2, dtype="f4") for _ in range(3)]
+    errors = []
+
+    def loop(call):
+        try:
+            for i in range(200):
+                call(i)
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+    replay, record = (lambda i: fft.forward(texs[0], outs[0]),
+                      lambda i: fft.inverse(texs[1], outs[1 + i % 2]))
+    threads = [threading.Thread(target=loop, args=(call,), daemon=True)  # a hung one: no wait
+               for call in (replay, record, replay)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    if errors:
+        raise errors[0]
+    with dev.current():
+        got = [np.frombuffer(t.read(), np.float32).reshape(shape + (2,)) for t in outs]
+        for t in texs + outs:
+            t.release()
+    z = [x[..., 0].astype(np.float64) + 1j * x[..., 1] for x in a]
+    for g, ref in ((got[0], np.fft.fft2(z[0])), (got[1], np.fft.ifft2(z[1])),
+                   (got[2], np.fft.ifft2(z[1]))):
+        assert_accurate(g[..., 0] + 1j * g[..., 1], ref, g.size // 2)
+    fft.close()
