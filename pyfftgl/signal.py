@@ -182,7 +182,7 @@ class Convolver:
             if src is None:
                 host = _host_ready(image, self.layout)
                 if not device_in and out is None:
-                    return self.plan.host_call(host)
+                    return self.plan.convolve_host(host)
                 src = asarray(host, backend=self.device).buffer
             out = _new_result(self.layout, self.device) if out is None else out
             self.plan.device_call({"in": src, "out": out.buffer})
@@ -289,7 +289,7 @@ def _planned(plan: ConvolvePlan, a, b):
     bound = {"in": _bound(a, lay, dev), "kernel": _bound(b, lay, dev)}
     device_out = isinstance(a, DeviceArray)
     if not device_out and bound["in"] is None and bound["kernel"] is None:
-        return plan.host_call(_host_ready(a, lay), _host_ready(b, lay))
+        return plan.convolve_host(_host_ready(a, lay), _host_ready(b, lay))
     for name, x in (("in", a), ("kernel", b)):
         if bound[name] is None:  # written to the plan's own buffer: one upload, no allocation
             host = _host_ready(x, lay)

@@ -216,7 +216,7 @@ class ConvolvePlan(DevicePlan):
                 ("kernel", lay.input_shape(lay.kernel_shape) + c,
                  [(0, n) for n in self.padded_shape]),
                 ("out", self.padded_shape, list(lay.crop) + [(0, n) for n in c]))}
-        self.real, self._between, self._own = real, {}, {}
+        self.real, self._between = real, {}
         for name, (shape, spans) in self._windows.items():
             self._between[name] = [dev.buffer(b, device_only=True) for _, b in
                                    window_plan(dev, shape, spans, real)[:-1]]
@@ -250,33 +250,13 @@ class ConvolvePlan(DevicePlan):
                     self._window("out", b["padded"], resources["out"])]
         return out
 
-    def own(self, name: str, nbytes: int):
-        """The plan's own buffer `name` of `nbytes` (host inputs are written to, and results
-        read from, these), allocated on first use."""
-        with self.device.current(), self.lock:
-            buf = self._own.get(name)
-            if buf is None:
-                buf = self._own[name] = self.device.buffer(max(4, nbytes))
-                self.nbytes += buf.nbytes
-            return buf
-
-    def nbytes_of(self, shape) -> int:
-        return math.prod(shape) * self.layout.data_dtype.itemsize
-
-    def host_call(self, image: np.ndarray, kernel: np.ndarray | None = None) -> np.ndarray:
+    def convolve_host(self, image: np.ndarray, kernel: np.ndarray | None = None) -> np.ndarray:
         """The convolution of host arrays (prepared: input_shape, data_dtype, contiguous; the
         kernel's spectrum kept where `kernel` is None): one upload of each, one submission, one
-        download."""
-        lay, inputs = self.layout, [image] + ([] if kernel is None else [kernel])
-        names = ("in", "kernel")[:len(inputs)]
-        ups = [self.own("host " + n, x.nbytes) for n, x in zip(names, inputs)]
-        down = self.own("host out", math.prod(lay.out_shape) * lay.dtype.itemsize)
-        with self.device.current(), self.lock:
-            rec = self.recording((), lambda: self.flat_dispatches(
-                {**dict(zip(names, ups)), "out": down}), ("host", names),
-                uploads=ups, downloads=[down])
-            rec.run([x.reshape(-1).view(np.float32) for x in inputs])
-            flat = rec.result(0)
+        download, into and out of the plan's own buffers."""
+        lay = self.layout
+        inputs = {"in": image} if kernel is None else {"in": image, "kernel": kernel}
+        flat = self.host_call(inputs, math.prod(lay.out_shape) * lay.dtype.itemsize)
         return flat.view(lay.dtype)[:math.prod(lay.out_shape)].reshape(lay.out_shape)
 
     def device_call(self, resources: dict) -> None:
