@@ -7,6 +7,7 @@ complex128 (float64) out, computed in double precision.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,8 +261,8 @@ class Plan:
         replay the recorded submission without any checks). ValueError for another shape or a
         closed Plan; otherwise the function's exceptions."""
         replay = self._replay
-        if replay is not None and a is replay[0] and out is replay[1] \
-                and a.buffer is replay[2] and out.buffer is replay[3]:
+        if replay is not None and a is replay[0]() and out is replay[1]() \
+                and a.buffer is replay[2]() and out.buffer is replay[3]():
             replay[4]()  # the render loop's call: nothing to check or plan again
             return out
         if self._closed:
@@ -277,7 +278,8 @@ class Plan:
             result = _device_call(self.kind, a, out, pins=pins, **self._kwargs)
             if isinstance(out, DeviceArray) and len(pins.runs) == 1:
                 # One device call did all of it: the same arrays next time queue it again.
-                self._replay = (a, out, a.buffer, out.buffer, pins.runs[0])
+                # Held weakly: the Plan keeps no device memory of the caller's alive.
+                self._replay = (*map(weakref.ref, (a, out, a.buffer, out.buffer)), pins.runs[0])
             return result
         if a.dtype != self.dtype:
             raise ValueError(f"this plan transforms {self.dtype} arrays, got {a.dtype}")

@@ -5,43 +5,53 @@ queued without waiting. One lock and one cache key per plan, declared here."""
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
 from . import shaders
-from .backends.base import Dispatch
+from .backends.base import Buffer, Dispatch
 from .lru import LRU
 
 
 class Recording:
     """A recorded submission with the dispatches it was recorded from. `run` and `result` are
-    the submission's own (a replay costs no more than the submission's run)."""
+    the submission's own (a replay costs no more than the submission's run). `dispatches` is
+    None where the recording binds a caller's buffers (held weakly: Recorded)."""
 
-    __slots__ = ("submission", "dispatches", "run", "result")
+    __slots__ = ("submission", "dispatches", "dispatch_count", "run", "result", "__weakref__")
 
     def __init__(self, submission, dispatches):
         self.submission, self.dispatches = submission, tuple(dispatches)
+        self.dispatch_count = len(self.dispatches)  # the dispatches it issues per run
         self.run, self.result = submission.run, submission.result
-
-    @property
-    def dispatch_count(self) -> int:
-        """The dispatches it issues per run."""
-        return len(self.dispatches)
 
     def stats(self) -> dict:
         """dispatches per run, buffers uploaded and downloaded per run."""
-        return {"dispatches": len(self.dispatches), "uploads": len(self.submission.uploads),
+        return {"dispatches": self.dispatch_count, "uploads": len(self.submission.uploads),
                 "downloads": len(self.submission.downloads)}
+
+
+def _weak(obj, callback):
+    """A weak reference to a buffer (called back when it goes), else the object itself."""
+    return weakref.ref(obj, callback) if isinstance(obj, Buffer) else obj
+
+
+def _deref(ref):
+    return ref() if isinstance(ref, weakref.ref) else ref
 
 
 class Recorded:
     """The submissions recorded for the last `size` sets of resources, by their identity: a loop
     that reuses its buffers or textures replays one, with no recording or allocation per call.
     An entry is found by the ids of the resources and then checked by `is` (an id may be reused
-    once its object is gone). Callers hold their plan's lock."""
+    once its object is gone). Buffers are held by weak reference, and a recording leaves when
+    one of its buffers goes: the device memory held follows what the caller holds (the
+    submission binds the memory itself; a backend's submission keeps no buffer object).
+    Callers hold their plan's lock."""
 
     def __init__(self, size: int):
-        self._lru = LRU(size)  # (tag, ids) -> (resources, Recording)
+        self._lru = LRU(size)  # (tag, ids) -> (resources or weak references, Recording)
 
     @property
     def size(self) -> int:
@@ -51,8 +61,18 @@ class Recorded:
         """The recording for `resources` (and `tag`), made by record() if new."""
         key = (tag, tuple(map(id, resources)))
         entry = self._lru.get(key)
-        if entry is None or any(a is not b for a, b in zip(entry[0], resources)):
-            entry = (resources, record())
+        if entry is None or any(_deref(a) is not b for a, b in zip(entry[0], resources)):
+            rec, lru = record(), weakref.ref(self._lru)
+
+            def gone(_ref, key=key, rec=weakref.ref(rec)):
+                held = lru()
+                if held is not None and rec() is not None and \
+                        held.peek(key, (None, None))[1] is rec():
+                    held.pop(key)
+            refs = tuple(_weak(r, gone) for r in resources)
+            if any(isinstance(r, weakref.ref) for r in refs):
+                rec.dispatches = None  # they would hold the buffers
+            entry = (refs, rec)
             self._lru.put(key, entry)
         return entry[1]
 
@@ -110,6 +130,32 @@ class DevicePlan:
             names = tuple(sorted(resources))
             return self.recording(tuple(resources[n] for n in names),
                                   lambda: self.flat_dispatches(resources), (tag, names))
+
+    def own(self, name: str, nbytes: int):
+        """The plan's own host-visible buffer `name` of at least `nbytes` (what host calls
+        upload to and download from), allocated on first use and counted in `nbytes`."""
+        with self.device.current(), self.lock:
+            own = self.__dict__.setdefault("_own", {})
+            buf = own.get(name)
+            if buf is None or buf.nbytes < nbytes:
+                buf = own[name] = self.device.buffer(max(4, nbytes))
+                self.nbytes += buf.nbytes
+            return buf
+
+    def host_call(self, inputs: dict, out_nbytes: int) -> np.ndarray:
+        """A call on host arrays (name -> C-contiguous array): each uploaded to the plan's own
+        buffer of its name, the call run into the plan's own "out", downloaded; the result's
+        bytes as float32. One recorded submission per set of names: a repeated call allocates
+        and records nothing."""
+        names = tuple(sorted(inputs))
+        ups = [self.own("host " + n, inputs[n].nbytes) for n in names]
+        down = self.own("host out", out_nbytes)
+        res = {**dict(zip(names, ups)), "out": down}
+        with self.device.current(), self.lock:
+            rec = self.recording((), lambda: self.flat_dispatches(res), ("host", names),
+                                 uploads=ups, downloads=[down])
+            rec.run([inputs[n].reshape(-1).view(np.float32) for n in names])
+            return rec.result(0)
 
     def run(self, resources: dict) -> None:
         """Queue this plan's call on `resources` (the host does not wait)."""

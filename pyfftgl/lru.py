@@ -32,6 +32,11 @@ class LRU:
             self.misses += 1
             return default
 
+    def peek(self, key, default=None):
+        """The value of `key`, else `default`, leaving the order and the counts as they are."""
+        with self._lock:
+            return self._entries.get(key, default)
+
     def put(self, key, value) -> None:
         with self._lock:
             self._entries[key] = value

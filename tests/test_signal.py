@@ -93,3 +93,60 @@ def test_scipy_own_convolution_tests_pass_under_pyfftgl(tmp_path):
     text = run_installed_tests(tests, "scipy_signal_plugin", SIGNAL_SELECTED, tmp_path)
     computed = int(re.search(r"pyfftgl computed (\d+) scipy.signal calls", text).group(1))
     assert computed > 1000
+
+
+@pytest.mark.quick
+def test_convolver_dtypes_follow_scipy(backend):
+    """Convolver's results have scipy.signal.fftconvolve's dtype for the (image, kernel) pair;
+    an image whose result would differ is refused, never truncated; image_shape is integers."""
+    rng = np.random.default_rng(5)
+    im = rng.standard_normal((12, 10))
+    k = rng.standard_normal((3, 4))
+    for idt in (np.float16, np.float32, np.float64, np.complex64, np.complex128, np.int32):
+        for kdt in (np.float32, np.float64, np.complex64):
+            image, kernel = im.astype(idt), k.astype(kdt)
+            wide = [x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+                    for x in (image, kernel)]  # the float64 convolution of the same data
+            ref = scipy.signal.fftconvolve(*wide, "same")
+            ref = ref.astype(scipy.signal.fftconvolve(image, kernel, "same").dtype)
+            conv = ps.Convolver(kernel, image.shape, "same", dtype=idt, backend=backend)
+            rel = 1e-12 if ref.dtype in (np.float64, np.complex128) else 16 * EPS32
+            close(conv(image), ref, rel)
+            close(ps.fftconvolve(image, kernel, "same", backend=backend), ref, rel)
+    f32 = ps.Convolver(k.astype(np.float32), im.shape, "same", backend=backend)
+    for bad in (im.astype(np.complex64), im, im.astype(np.int32)):  # complex, double, integer
+        with pytest.raises(TypeError, match="dtype="):
+            f32(bad)
+    close(f32(im.astype(np.float16)),  # same result dtype: computed as float32
+          scipy.signal.fftconvolve(im.astype(np.float16).astype(np.float64), k.astype(np.float32),
+                                   "same").astype(np.float32), 16 * EPS32)
+    with pytest.raises(TypeError):
+        ps.Convolver(k, (12.5, 10), backend=backend)
+
+
+@pytest.mark.quick
+def test_fftconvolve_reuses_one_plan_per_shape(backend):
+    """Repeated fftconvolve calls of one set of shapes take one cached plan; the kernel (new
+    data each call) is transformed in the call's own submission; both paths match scipy."""
+    rng = np.random.default_rng(6)
+    ps.convolve_cache.clear()
+    before = ps.convolve_cache.stats()
+    x = rng.standard_normal((3, 20, 18)) + 1j * rng.standard_normal((3, 20, 18))
+    for mode in MODES:
+        for i in range(3):
+            k = rng.standard_normal((1, 5, 4))
+            close(ps.fftconvolve(x, k, mode, axes=(1, 2), backend=backend),
+                  scipy.signal.fftconvolve(x, k, mode, axes=(1, 2)), 1e-12)
+            d = pyfftgl.asarray(x.real.astype(np.float32), backend=backend)
+            kd = pyfftgl.asarray(k[0].astype(np.float32)[None], backend=backend)
+            got = ps.fftconvolve(d, kd, mode, axes=(1, 2))
+            assert isinstance(got, pyfftgl.DeviceArray)
+            ref = scipy.signal.fftconvolve(x.real, k, mode, axes=(1, 2))
+            close(got, ref.astype(np.float32), 16 * EPS32)
+    st = ps.convolve_cache.stats()
+    assert st["plans"] == 6 and st["misses"] - before["misses"] == 6
+    assert st["hits"] - before["hits"] == 12
+    assert 0 < st["bytes"] <= st["max_bytes"]
+    ps.convolve_cache.resize(max_plans=2)
+    assert ps.convolve_cache.stats()["plans"] == 2
+    ps.convolve_cache.resize(max_plans=8)

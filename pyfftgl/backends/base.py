@@ -98,8 +98,10 @@ class Dispatch:
     image_reads: int = 0
 
     def access(self) -> tuple[frozenset, frozenset]:
-        """(the buffers it reads, the buffers it writes)."""
-        bound = [(i, b) for i, b in enumerate(self.buffers) if b is not None]
+        """(the ids of the buffers it reads, of those it writes): ids, so that what a backend
+        keeps of a recorded call does not keep the caller's buffers alive (an id reused by a
+        new buffer only costs a barrier)."""
+        bound = [(i, id(b)) for i, b in enumerate(self.buffers) if b is not None]
         return (frozenset(b for i, b in bound if i != 1), frozenset(b for i, b in bound if i == 1))
 
 

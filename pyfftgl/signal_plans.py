@@ -1,0 +1,303 @@
+"""The device side of pyfftgl.signal: a convolution's layout (ConvLayout: scipy's axes, padded
+FFT shape, crop and result dtype), ConvolvePlan (one submission: the kernel's pad and FFT where a
+call binds the kernel, the image's pad and FFT, the product, the inverse FFT, the mode's crop),
+and convolve_cache, the bounded cache of fftconvolve's plans."""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._realtransforms import nd_shape_and_axes
+from ._validate import complex_dtype
+from .backends import on_device_lost, on_profile_change
+from .device_plan import DevicePlan, element_dispatches
+from .kinds import steps_for
+from .lru import LRU
+from .planner import precision_of, product_pass, window_passes
+from .plans import cached_steps_plan
+
+MODES = ("full", "same", "valid")
+
+
+def next_fast_len(target: int, real: bool = False) -> int:
+    """The smallest length >= target whose prime factors are 2, 3, 5 and 7 (the planner's
+    radices); even for a real FFT's innermost axis (its half-length complex packing)."""
+    n = max(1, int(target))
+    while True:
+        m = n
+        for p in (2, 3, 5, 7):
+            while m % p == 0:
+                m //= p
+        if m == 1 and (not real or n % 2 == 0 or n == 1 and not real):
+            return n
+        n += 1
+
+
+def precision_for(dtype) -> int:
+    """scipy.fft's precision for an input dtype: single for float16/32, complex64."""
+    return 32 if np.dtype(dtype) in (np.float16, np.float32, np.complex64) else 64
+
+
+def result_dtype(dtype1, dtype2) -> np.dtype:
+    """scipy.signal.fftconvolve's result dtype for inputs of these dtypes: single precision
+    where both are float16/float32/complex64, else double; complex where either is."""
+    real = np.float32 if max(precision_for(dtype1), precision_for(dtype2)) == 32 else np.float64
+    cplx = np.dtype(dtype1).kind == "c" or np.dtype(dtype2).kind == "c"
+    return np.dtype(np.result_type(real, np.complex64) if cplx else real)
+
+
+def check_dtype(dt: np.dtype) -> None:
+    if dt.kind not in "biufc" or dt.type in (np.longdouble, np.clongdouble):
+        raise TypeError(f"pyfftgl convolves single and double precision data, not {dt}")
+
+
+def as_shape(shape) -> tuple[int, ...]:
+    """A shape argument as numpy reads one: integers (TypeError for 2.5 or "3", never
+    truncated), a single integer for one axis."""
+    try:
+        return (operator.index(shape),)
+    except TypeError:
+        return tuple(operator.index(n) for n in shape)
+
+
+def _swap_needed(mode, s1, s2, axes) -> bool:
+    if mode != "valid" or not s1:
+        return False
+    ok1 = all(s1[i] >= s2[i] for i in axes)
+    ok2 = all(s2[i] >= s1[i] for i in axes)
+    if not (ok1 or ok2):
+        raise ValueError("For 'valid' mode, one must be at least as large as the other in every "
+                         "dimension")
+    return not ok1
+
+
+def conv_axes(s1, s2, mode, axes):
+    """scipy's _init_freq_conv_axes on shapes: (axes, swapped)."""
+    noaxes = axes is None
+    _, axes = nd_shape_and_axes(s1, None, axes)
+    if not noaxes and not len(axes):
+        raise ValueError("when provided, axes cannot be empty")
+    axes = [a for a in axes if s1[a] != 1 and s2[a] != 1]
+    if not all(s1[a] == s2[a] or s1[a] == 1 or s2[a] == 1
+               for a in range(len(s1)) if a not in axes):
+        raise ValueError(f"incompatible shapes for in1 and in2: {tuple(s1)} and {tuple(s2)}")
+    return axes, _swap_needed(mode, s1, s2, axes)
+
+
+@dataclass(frozen=True)
+class ConvLayout:
+    """One convolution of an image of `image_shape` with a kernel of `kernel_shape`: the axes
+    convolved (`axes`, sorted), the shape both broadcast to (`batch`), the padded FFT shape
+    (`fshape`), the mode's (offset, length) per axis of the full result (`crop`), the result's
+    shape and dtype, real FFTs (`real_fft`: the innermost axis convolved, real data) or
+    complex ones."""
+
+    image_shape: tuple
+    kernel_shape: tuple
+    axes: tuple
+    batch: tuple
+    fshape: tuple
+    crop: tuple
+    out_shape: tuple
+    dtype: np.dtype
+    precision: int
+    complex: bool
+    real_fft: bool
+
+    @property
+    def data_dtype(self) -> np.dtype:
+        """The dtype both inputs have on the device: the result's (complex data), else its real
+        dtype."""
+        return self.dtype if self.complex else np.dtype(np.float32 if self.precision == 32
+                                                        else np.float64)
+
+    def input_shape(self, shape) -> tuple:
+        """The shape an input of `shape` is broadcast to: the batch's on the axes not
+        convolved."""
+        return tuple(n if a in self.axes else self.batch[a] for a, n in enumerate(shape))
+
+
+def conv_layout(image_shape, image_dtype, kernel_shape, kernel_dtype, mode, axes) -> ConvLayout:
+    """The layout of scipy.signal.fftconvolve(image, kernel, mode, axes), its arguments checked
+    as scipy checks them (ValueError, TypeError) before any GPU work."""
+    s_img, s_ker = tuple(image_shape), tuple(kernel_shape)
+    if len(s_img) != len(s_ker):
+        raise ValueError("in1 and in2 should have the same dimensionality")
+    for dt in (np.dtype(image_dtype), np.dtype(kernel_dtype)):
+        check_dtype(dt)
+    ax, swapped = conv_axes(s_img, s_ker, mode, axes)
+    if mode not in MODES:
+        raise ValueError("acceptable mode flags are 'valid', 'same', or 'full'")
+    s1, s2 = (s_ker, s_img) if swapped else (s_img, s_ker)
+    ndim, ax = len(s1), tuple(sorted(ax))
+    dtype = result_dtype(image_dtype, kernel_dtype)
+    cplx = dtype.kind == "c"
+    batch = tuple(max(s_img[a], s_ker[a]) for a in range(ndim))
+    full = [s1[a] + s2[a] - 1 if a in ax else batch[a] for a in range(ndim)]
+    real_fft = not cplx and bool(ax) and ax[-1] == ndim - 1
+    fshape = tuple(next_fast_len(full[a], real_fft and a == ndim - 1) if a in ax else batch[a]
+                   for a in range(ndim))
+    if mode == "full":
+        want = full
+    elif mode == "same":
+        want = list(s1)
+    else:
+        want = [s1[a] - s2[a] + 1 if a in ax else full[a] for a in range(ndim)]
+    crop = tuple(((full[a] - want[a]) // 2, want[a]) for a in range(ndim))
+    return ConvLayout(s_img, s_ker, ax, batch, fshape, crop, tuple(want), dtype,
+                      precision_of(dtype), cplx, real_fft)
+
+
+def window_chain(device, shape, spans, dtype, src, between, dst) -> list:
+    """The dispatches cutting spans [off, off + n) of an array of reals of `shape` (zero beyond
+    it) from buffer `src` through `between` (one per pass but the last) into `dst`."""
+    out, cur = [], src
+    for (p, _), nxt in zip(window_plan(device, shape, spans, dtype), list(between) + [dst]):
+        out += element_dispatches(device, p, (cur, nxt))
+        cur = nxt
+    return out
+
+
+def window_plan(device, shape, spans, dtype) -> list:
+    """The planner's window passes for buffers of `dtype`: [(pass, the bytes it writes)]."""
+    dtype = np.dtype(dtype)
+    return [(p, max(4, size * dtype.itemsize)) for p, size in window_passes(
+        shape, spans, dtype.kind == "c", precision_of(dtype), device.info.limits)]
+
+
+def _fft_steps(lay: ConvLayout) -> tuple | None:
+    """(forward upload shape, forward steps, inverse upload shape, inverse steps) of a layout's
+    transforms, or None where either needs more than one job (then no plan fits)."""
+    f, axes = lay.fshape, lay.axes
+    if lay.real_fft:
+        spec = f[:-1] + (f[-1] // 2 + 1,)
+        calls = (steps_for("rfftn", f, lay.dtype, axes=axes),
+                 steps_for("irfftn", spec, complex_dtype(lay.dtype), s=[f[a] for a in axes],
+                           axes=axes))
+    else:
+        cdtype = complex_dtype(lay.dtype)
+        calls = (steps_for("fftn", f, cdtype, axes=axes),
+                 steps_for("ifftn", f, cdtype, axes=axes))
+    if any(len(c.jobs) != 1 for c in calls):
+        return None
+    return tuple(x for c in calls for x in (c.jobs[0].shape, c.jobs[0].steps))
+
+
+class ConvolvePlan(DevicePlan):
+    """A convolution of one layout as one device plan. A call binds "in" (the image, of
+    `input_shape(image_shape)` and `data_dtype`), "out" (the result) and, where it binds
+    "kernel" too (fftconvolve: the kernel is data like the image), computes the kernel's
+    spectrum in the same submission; without it the spectrum computed last stays (Convolver's
+    calls). Complex transforms run on the reals with a trailing axis of 2 (1 for real data,
+    padded to 2: the window passes widen and narrow it). `fits` is False where the FFTs need
+    several submissions (then nothing is allocated)."""
+
+    def __init__(self, lay: ConvLayout, device, cache_key=None):
+        super().__init__(device, cache_key)
+        self.layout, dev = lay, device
+        steps = _fft_steps(lay)
+        self.fft = None if steps is None else tuple(
+            cached_steps_plan(shape, tuple(st), dev, lay.precision)
+            for shape, st in (steps[:2], steps[2:]))
+        self.fits = self.fft is not None and all(p.spec.chunks == 1 for p in self.fft)
+        if not self.fits:
+            return
+        real = np.dtype(np.float32 if lay.precision == 32 else np.float64)
+        tail = () if lay.real_fft else (2,)
+        c = () if lay.real_fft else (2 if lay.complex else 1,)
+        self.padded_shape = lay.fshape + tail
+        count = math.prod(self.fft[1].spec.shape)  # the spectrum's complex values
+        self._windows = {  # name -> (shape of the reals, spans, buffers between passes)
+            name: (shape, spans) for name, shape, spans in (
+                ("in", lay.input_shape(lay.image_shape) + c, [(0, n) for n in self.padded_shape]),
+                ("kernel", lay.input_shape(lay.kernel_shape) + c,
+                 [(0, n) for n in self.padded_shape]),
+                ("out", self.padded_shape, list(lay.crop) + [(0, n) for n in c]))}
+        self.real, self._between = real, {}
+        for name, (shape, spans) in self._windows.items():
+            self._between[name] = [dev.buffer(b, device_only=True) for _, b in
+                                   window_plan(dev, shape, spans, real)[:-1]]
+        sizes = {"padded": real.itemsize * math.prod(self.padded_shape),
+                 "spectrum": 2 * real.itemsize * count, "kspectrum": 2 * real.itemsize * count,
+                 "product": 2 * real.itemsize * count}
+        self.bufs = {n: dev.buffer(b, device_only=True) for n, b in sizes.items()}
+        self.mul = product_pass(count, lay.precision, dev.info.limits)
+        self.nbytes = sum(sizes.values()) + sum(b.nbytes for bs in self._between.values()
+                                                for b in bs)
+        self.dispatch_count = len(self.flat_dispatches(
+            {"in": self.bufs["product"], "out": self.bufs["spectrum"]}))
+
+    def _window(self, name, src, dst) -> list:
+        shape, spans = self._windows[name]
+        return window_chain(self.device, shape, spans, self.real, src, self._between[name], dst)
+
+    def dispatches(self, resources: dict | None = None) -> list[list]:
+        """[the kernel's pad and forward FFT, where "kernel" is bound], the image's pad,
+        forward FFT, product, inverse FFT, crop: from "in" to "out"."""
+        b, (fwd, inv), out = self.bufs, self.fft, []
+        if "kernel" in resources:
+            out += [self._window("kernel", resources["kernel"], b["padded"]),
+                    fwd.flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
+        if "in" in resources:
+            out += [self._window("in", resources["in"], b["padded"]),
+                    fwd.flat_dispatches({"in": b["padded"], "out": b["spectrum"]}),
+                    element_dispatches(self.device, self.mul,
+                                       (b["spectrum"], b["product"], b["kspectrum"])),
+                    inv.flat_dispatches({"in": b["product"], "out": b["padded"]}),
+                    self._window("out", b["padded"], resources["out"])]
+        return out
+
+    def convolve_host(self, image: np.ndarray, kernel: np.ndarray | None = None) -> np.ndarray:
+        """The convolution of host arrays (prepared: input_shape, data_dtype, contiguous; the
+        kernel's spectrum kept where `kernel` is None): one upload of each, one submission, one
+        download, into and out of the plan's own buffers."""
+        lay = self.layout
+        inputs = {"in": image} if kernel is None else {"in": image, "kernel": kernel}
+        flat = self.host_call(inputs, math.prod(lay.out_shape) * lay.dtype.itemsize)
+        return flat.view(lay.dtype)[:math.prod(lay.out_shape)].reshape(lay.out_shape)
+
+    def device_call(self, resources: dict) -> None:
+        """Queue the call binding `resources` ("in", "out", "kernel": buffers) without waiting."""
+        self.submission(resources).run(wait=False)
+
+
+class ConvolveCache:
+    """fftconvolve's plans by (device, shapes, dtypes, mode, axes): an LRU bounded by count and
+    by the bytes the plans hold (their buffers; the FFT plans they run are the plan cache's),
+    dropped for a lost device and on a profile change as the plan cache's plans are."""
+
+    def __init__(self, max_plans: int = 8, max_bytes: int = 256 << 20):
+        self._plans = LRU(max_plans, max_bytes, weigh=lambda p: p.nbytes if p else 0,
+                          keep=1 if max_plans > 0 else 0)
+
+    def get(self, key, build):
+        """The plan of `key` (ConvolvePlan, or False where none fits), build() if not held."""
+        return self._plans.get_or_make(key, build)
+
+    def resize(self, max_plans: int | None = None, max_bytes: int | None = None) -> None:
+        """Change the bounds; plans beyond them are dropped, least recently used first."""
+        if max_plans is not None:
+            self._plans.keep = 1 if int(max_plans) > 0 else 0
+        self._plans.resize(max_plans, max_bytes)
+
+    def stats(self) -> dict:
+        lru = self._plans
+        return {"plans": len(lru), "bytes": lru.nbytes, "hits": lru.hits, "misses": lru.misses,
+                "max_plans": lru.max_items, "max_bytes": lru.max_bytes}
+
+    def clear(self) -> None:
+        self._plans.clear()
+
+    def forget_device(self, device) -> None:
+        self._plans.drop_where(lambda key, plan: key[0] is device)
+
+    def __len__(self):
+        return len(self._plans)
+
+
+convolve_cache = ConvolveCache()
+on_device_lost(convolve_cache.forget_device)
+on_profile_change(convolve_cache.clear)
