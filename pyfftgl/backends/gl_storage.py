@@ -1,6 +1,8 @@
 """The GL backend's storage: device buffers (GL's immutable storage, or Vulkan's memory for large
 ones: _vkmemory), the staging buffers every host transfer goes through, plan-owned textures, and
 the writes and reads through them. GLStorage owns the allocation strategy; GLDevice holds one.
+Device buffers below gl_pool.LARGE are ranges of the pool's blocks (gl_pool): a GLBuffer is a
+GL buffer, an offset in it and a size, and every binding and copy names that range.
 
 Device buffers are never mapped or written by the host: NVIDIA's driver moves a buffer the host
 reads or writes with glBufferSubData into system memory for good, where every dispatch then ran at
