@@ -7,7 +7,8 @@ grow as they are needed, and buffers of 16 MiB or more keep an allocation of the
 never makes more allocations than the device's `maxMemoryAllocationCount` (4096 on Windows
 drivers; the environment variable PYFFTGL_VK_MAX_ALLOCATIONS, read when the device opens, lowers
 it), and raises MemoryError naming that limit only when every allocation is in use and none has
-room. GL: the driver's own buffer objects (no pool; `allocations` counts live buffers).
+room. GL: buffers below 16 MiB are ranges of a few large GL buffers in the same way
+(backends/gl_pool.py), larger ones GL buffers of their own; GL has no allocation limit (None).
 
 One pool per device: ``memory_pool()`` is the default device's (the backend selection's), and
 ``memory_pool("vulkan")`` or ``memory_pool(device)`` another's. Memory freed by dropped arrays

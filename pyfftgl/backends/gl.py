@@ -76,8 +76,11 @@ TEXTURE_USE_BARRIER_BITS = (GL_TEXTURE_FETCH_BARRIER_BIT | GL_FRAMEBUFFER_BARRIE
 
 
 def _resource(obj) -> tuple:
-    """A bound buffer's or image's identity: its GL object (two GLImages may wrap one texture)."""
-    return ("image", obj.texture.glo) if isinstance(obj, GLImage) else ("buffer", obj.buf.glo)
+    """A bound buffer's or image's identity: an image's GL object (two GLImages may wrap one
+    texture), a buffer's range of its GL object (two buffers of the pool share one: gl_pool)."""
+    if isinstance(obj, GLImage):
+        return ("image", obj.texture.glo)
+    return ("buffer", obj.buf.glo, obj.offset, obj.nbytes)
 
 
 def submission_barriers(dispatches) -> tuple[list[int], int]:
@@ -110,7 +113,7 @@ def submission_barriers(dispatches) -> tuple[list[int], int]:
         for r in writes:
             written[r] = True
             touched.add(r)
-    end = (GL_ALL_BARRIER_BITS if any(kind == "buffer" for kind, _ in written)
+    end = (GL_ALL_BARRIER_BITS if any(r[0] == "buffer" for r in written)
            else TEXTURE_USE_BARRIER_BITS)
     return before, end
 
@@ -132,12 +135,13 @@ class GLSubmission(Submission):
         before, self._end_barrier = submission_barriers(dispatches)
         base = device.texture_unit_base
         # GL state persists from one dispatch to the next within a call, so a binding the
-        # dispatch before left in place is not made again; the first binds everything.
+        # dispatch before left in place is not made again; the first binds everything. A
+        # buffer's binding is its range (the GLBuffer): ranges of one pool block differ.
         bound, self._calls = {}, []
         for bits, d in zip(before, dispatches):
             binds = []
             for key, obj, bind, args in (
-                    [(("buffer", i), b.buf, b.buf.bind_to_storage_buffer, (i,))
+                    [(("buffer", i), b, b.buf.bind_to_storage_buffer, (i, *b.binding))
                      for i, b in enumerate(d.buffers) if b is not None]
                     + [(("unit", base + i), m.texture, m.texture.use, (base + i,))
                        for i, m in enumerate(d.images[:d.image_reads])]
@@ -192,12 +196,12 @@ class GLSubmission(Submission):
                     mapped[:raw.size] = raw
                 else:
                     staging.write(raw)
-                ctx.copy_buffer(buf.buf, staging, size=raw.size)
+                ctx.copy_buffer(buf.buf, staging, size=raw.size, write_offset=buf.offset)
             try:
                 return self._timed_dispatch() if timed else self._dispatch_all()
             finally:
                 for buf, staging, _ in self._downloads:
-                    ctx.copy_buffer(staging, buf.buf, size=buf.nbytes)
+                    ctx.copy_buffer(staging, buf.buf, size=buf.nbytes, read_offset=buf.offset)
                 if self._downloads or self._uploads:
                     self._set_fence()
 
@@ -357,6 +361,15 @@ class GLDevice(Device):
             self._texel_sampler = self.ctx.sampler(filter=(moderngl.NEAREST, moderngl.NEAREST),
                                                    repeat_x=False, repeat_y=False)
         return self._texel_sampler
+
+    def _memory_stats(self):
+        with self.current():  # the ranges of buffers collected since the last call go back
+            self.context.collect()
+            return self.storage.memory_stats(self.live)
+
+    def _trim_memory(self):
+        self.context.collect()
+        return self.storage.pool.trim()
 
     def _image(self, width: int, height: int, fmt: str) -> GLImage:
         return self.storage.image(width, height, fmt)

@@ -206,7 +206,7 @@ class GLContext:
             self._depth -= 1
             if not self._depth:
                 try:
-                    self._collect()
+                    self.collect()
                     if self.own and self.handle:
                         self.unfenced = threading.active_count() == 1
                         if not self.unfenced:
@@ -313,8 +313,9 @@ class GLContext:
         call, which runs it with the context current."""
         self._graveyard.append(release)
 
-    def _collect(self):
-        """Release what the garbage collector dropped since the last call."""
+    def collect(self):
+        """Release what the garbage collector dropped since the last call (each call does on
+        its way out; the memory pool's stats and trim first), with the context current."""
         while self._graveyard:
             self._graveyard.popleft()()
         if self.own:  # ModernGL's queue (gc_mode "context_gc"); ctx.gc() fails on objects

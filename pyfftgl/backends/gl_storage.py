@@ -1,6 +1,8 @@
 """The GL backend's storage: device buffers (GL's immutable storage, or Vulkan's memory for large
 ones: _vkmemory), the staging buffers every host transfer goes through, plan-owned textures, and
 the writes and reads through them. GLStorage owns the allocation strategy; GLDevice holds one.
+Device buffers below gl_pool.LARGE are ranges of the pool's blocks (gl_pool): a GLBuffer is a
+GL buffer, an offset in it and a size, and every binding and copy names that range.
 
 Device buffers are never mapped or written by the host: NVIDIA's driver moves a buffer the host
 reads or writes with glBufferSubData into system memory for good, where every dispatch then ran at
@@ -16,21 +18,28 @@ import numpy as np
 from ..planner import IMAGE_FORMATS, image_format
 from .base import Buffer, Image
 from .gl_context import GLContext, gl_integer, gl_proc
+from .gl_pool import GRANULE, LARGE, Pool
 from .gldebug import expected_errors
 
 GL_BUFFER_SIZE = 0x8764
+GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT = 0x90DF
 # Buffers this large take Vulkan's memory where the drivers share it (_vkmemory): GL's own
 # placement of large buffers ran kernels at half speed (docs/performance-log.md).
 VULKAN_MEMORY_MIN_BYTES = 1 << 25
 
 
 class GLBuffer(Buffer):
-    def __init__(self, buf, nbytes: int, release=None, vulkan_memory: bool = False):
-        """`release`: deletes the GL buffer; called (GLDevice.deferred) by the device's next
-        call after this object is collected."""
+    def __init__(self, buf, nbytes: int, release=None, vulkan_memory: bool = False,
+                 offset: int = 0):
+        """`release`: deletes the GL buffer (or gives the range back to the pool); called
+        (GLDevice.deferred) by the device's next call after this object is collected. `offset`:
+        where the buffer starts in `buf` (a range of a pool block: gl_pool)."""
         self.buf = buf
         self.nbytes = nbytes
+        self.offset = offset
         self.vulkan_memory = vulkan_memory  # see _vkmemory
+        # What a dispatch binds: the range of a pool block, or the whole GL buffer
+        self.binding = (offset, max(4, nbytes)) if offset or nbytes < buf.size else ()
         if release is not None:  # not at exit: the context may be gone by then
             weakref.finalize(self, release).atexit = False
 
@@ -63,12 +72,28 @@ class GLStorage:
         self._vkmemory_worked = False
         self._memory = None  # bytes of device memory (memory_total)
         self._procs = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers, query)
+        with context:  # every range's offset is a multiple of the granule
+            align = max(1, gl_integer(GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT))
+        self.pool = Pool(self._gl_buffer, -(-GRANULE // align) * align)
 
     def buffer(self, nbytes: int) -> GLBuffer:
-        """A device buffer of `nbytes`; MemoryError(the reason) where the driver has none."""
+        """A device buffer of `nbytes`: a range of a pool block below gl_pool.LARGE, else a GL
+        buffer of its own; MemoryError(the reason) where the driver has none."""
         with self.context:
+            if nbytes < LARGE:
+                return self._pool_buffer(nbytes)
             buf = self._vulkan_buffer(nbytes) if nbytes >= VULKAN_MEMORY_MIN_BYTES else None
-            return buf if buf is not None else self._storage_buffer(max(4, nbytes))
+            if buf is None:
+                gl_buf, delete = self._gl_buffer(nbytes)
+                buf = GLBuffer(gl_buf, nbytes, self._deferred(delete, nbytes=nbytes))
+            return buf
+
+    def _pool_buffer(self, nbytes: int) -> GLBuffer:
+        """A range of one of the pool's blocks, given back when the buffer is collected."""
+        pool = self.pool
+        block, offset, size = pool.allocate(nbytes)
+        return GLBuffer(block.buf, nbytes, offset=offset, release=self._deferred(
+            lambda: pool.free(block, offset, size, nbytes), nbytes=nbytes))
 
     def _storage_procs(self):
         """(glCreateBuffers, glNamedBufferStorage, glDeleteBuffers,
@@ -87,10 +112,11 @@ class GLStorage:
                 self._procs = False
         return self._procs
 
-    def _storage_buffer(self, nbytes: int) -> GLBuffer:
-        """A buffer of immutable storage that the host can neither map nor write (flags 0): the
-        driver is told the data lives on the GPU, and every host transfer goes through a staging
-        copy, since NVIDIA's driver moves a buffer the host reads into system memory for good."""
+    def _gl_buffer(self, nbytes: int) -> tuple:
+        """(a GL buffer of immutable storage that the host can neither map nor write (flags 0),
+        the function that deletes it): the driver is told the data lives on the GPU, and every
+        host transfer goes through a staging copy, since NVIDIA's driver moves a buffer the host
+        reads into system memory for good. A pool block or a large buffer's own."""
         total = self.memory_total()
         if nbytes > total:  # NVIDIA's GL "allocates" any size and fails only when it is used
             raise MemoryError(f"the device has {total} bytes")
@@ -100,7 +126,7 @@ class GLStorage:
                     buf = self.ctx.buffer(reserve=nbytes)
             except Exception as e:  # ModernGL's Error: the driver's allocation failed
                 raise MemoryError(str(e)) from e
-            return GLBuffer(buf, nbytes, self._deferred(buf.release, nbytes=nbytes))
+            return buf, buf.release
         create, storage, delete, query = self._procs
         name, size = ctypes.c_uint32(0), ctypes.c_int64(0)
         create(1, ctypes.byref(name))
@@ -111,8 +137,8 @@ class GLStorage:
             delete(1, ctypes.byref(name))
             error = self.ctx.error  # read (and so cleared) here: the failure is reported below
             raise MemoryError(error)
-        return GLBuffer(self.ctx.external_buffer(name.value, nbytes), nbytes,
-                        self._deferred(lambda: delete(1, ctypes.byref(name)), nbytes=nbytes))
+        return (self.ctx.external_buffer(name.value, nbytes),
+                lambda: delete(1, ctypes.byref(name)))
 
     def _vulkan_buffer(self, nbytes: int) -> GLBuffer | None:
         """A buffer of Vulkan's memory; None where the drivers do not share it (decided by the
@@ -174,6 +200,15 @@ class GLStorage:
                                                      nbytes=nbytes)).atexit = False
             return staging, mapped
 
+    def memory_stats(self, live: dict) -> dict:
+        """Device.memory_stats of the device whose `live` counts these buffers: the pool's
+        ranges count their size classes, every other buffer (large ones, staging) its bytes."""
+        own_bytes = live["bytes"] - self.pool.requested
+        return {"used_bytes": own_bytes + self.pool.used,
+                "held_bytes": own_bytes + self.pool.held(), "blocks": len(self.pool.blocks),
+                "allocations": len(self.pool.blocks) + live["buffers"] - self.pool.ranges,
+                "limit": None}
+
     def image(self, width: int, height: int, fmt: str) -> GLImage:
         """A texture of the plan's own (width x height, GLSL image format `fmt`)."""
         f = IMAGE_FORMATS[fmt]
@@ -189,17 +224,17 @@ class GLStorage:
         raw = np.ascontiguousarray(data).tobytes()
         with self.context:
             staging = self.ctx.buffer(raw, dynamic=True)
-            self.ctx.copy_buffer(buf.buf, staging, size=len(raw))
+            self.ctx.copy_buffer(buf.buf, staging, size=len(raw), write_offset=buf.offset)
             staging.release()
 
     def read(self, buf: GLBuffer, count: int) -> np.ndarray:
         """The first `count` float32 values of `buf`, through a staging copy on the GPU, never
-        from the buffer itself (see _storage_buffer)."""
+        from the buffer itself (see _gl_buffer)."""
         with self.context:
             self.ctx.memory_barrier()
             staging = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
             try:
-                self.ctx.copy_buffer(staging, buf.buf, size=count * 4)
+                self.ctx.copy_buffer(staging, buf.buf, size=count * 4, read_offset=buf.offset)
                 return np.frombuffer(staging.read(size=count * 4), np.float32).copy()
             finally:
                 staging.release()
