@@ -153,8 +153,8 @@ def _args(**kw):
 
 def test_which_cases_loop():
     # a full run loops the cases among the sweep; --loop runs and loops only those
-    want = {"fft2 1024x1024", "fft2 2048x2048", "rfft2 1024x1024", "rfft2 2048x2048",
-            "fft 3x1024x1024", "fft 16384x4096"}
+    want = {"fft2 1024x1024", "fft2 2048x2048", "fft2 4096x4096", "rfft2 1024x1024",
+            "rfft2 2048x2048", "rfft2 4096x4096", "fft 3x1024x1024", "fft 16384x4096"}
     cases, loop = bench.select_cases(_args())
     assert loop == want and want < {c.name for c in cases}
     cases, loop = bench.select_cases(_args(loop=True))
@@ -162,7 +162,8 @@ def test_which_cases_loop():
     stack = next(c for c in cases if c.name == "fft 3x1024x1024")
     assert stack.axes == (2,) and stack.n == 1024 and stack.batch == 3 * 1024
     cases, loop = bench.select_cases(_args(loop=True, only=["real"], lengths=[64], elements=4096))
-    assert [c.name for c in cases] == ["rfft2 1024x1024", "rfft2 2048x2048", "fft 64x64"]
+    assert [c.name for c in cases] == ["rfft2 1024x1024", "rfft2 2048x2048", "rfft2 4096x4096",
+                                       "fft 64x64"]
     assert loop == {c.name for c in cases}
     assert bench.select_cases(_args(only=["2d"]))[1] == set()  # a partial run does not loop
     quick = bench.select_cases(_args(quick=True))[1]
