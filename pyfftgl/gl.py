@@ -31,7 +31,6 @@ before it.
 from __future__ import annotations
 
 import operator
-from dataclasses import replace
 
 import moderngl
 import numpy as np
@@ -39,11 +38,11 @@ import numpy as np
 from . import _validate, planner
 from .backends import get_device
 from .backends.gl import GLDevice, GLImage
-from .planner import IMAGE_FORMATS, Storage, TunedShape, element_limits, image_format
+from .planner import IMAGE_FORMATS, TEXTURE_INTERMEDIATES, TextureCall, image_format
+# Their old home, which tests, tools and docs name: the planner's (planner/textures.py) now.
+from .planner import ROW_LINES, TWO_FIELD_SHAPES, texture_limits, work_format  # noqa: F401
 from .device_plan import DevicePlan, run_once
 from .plans import TransformPlan
-
-_INTERMEDIATES = ("buffer", "image")
 
 
 def _released(obj) -> bool:
@@ -71,35 +70,6 @@ class Spectrum:
         return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"
 
 
-# Rows per workgroup of a pass along a texture's rows, a warp spanning them: textures are stored
-# in blocks of neighbouring rows.
-ROW_LINES = 2
-
-# Shapes of two-field (rgba) lines measured faster than the planner's own (docs/performance-
-# log.md): the complex64 wisdom does not apply to them. 512 for columns (tiled) and rows alike;
-# 720-point columns with an invocation per radix-3 butterfly, shared memory padded; 1280-point
-# rows two at a time, an invocation per radix-4 butterfly.
-TWO_FIELD_SHAPES = (TunedShape(512, (8, 8, 8), 64, 0, False, True),
-                    TunedShape(512, (8, 8, 8), 64, 0, False, False),
-                    TunedShape(720, (3, 3, 5, 4, 4), 240, 0, True, True),
-                    TunedShape(1280, (4, 4, 4, 4, 5), 320, ROW_LINES))
-
-
-def work_format(fields: int) -> str:
-    """The float32 format of the textures TextureFFT keeps for itself (between passes, between
-    convolve's halves, a kernel's upload) for elements of `fields` complex values."""
-    return "rgba32f" if fields == 2 else "rg32f"
-
-
-def texture_limits(limits, fields: int):
-    """The limits TextureFFT plans with for elements of `fields` complex values: as if memory
-    were smaller, with column tiles of fewer, wider elements (the same 32-byte sectors), rows
-    ROW_LINES at once, and two-field lines in TWO_FIELD_SHAPES."""
-    out = replace(element_limits(limits, planner.COMPLEX64_BYTES * fields),
-                  tile_lines=max(1, planner.TILE_LINES // fields), row_lines=ROW_LINES)
-    return replace(out, tuned=TWO_FIELD_SHAPES) if fields == 2 else out
-
-
 class TextureFFT:
     """2D FFTs of (height, width) textures on the ModernGL context `ctx` (GL 4.3+), for any size
     the library plans (mixed radix and Bluestein included). `norm` as numpy's for forward and
@@ -117,8 +87,9 @@ class TextureFFT:
     def __init__(self, ctx, shape, norm=None, *, intermediate: str = "image"):
         if len(shape) != 2 or any(int(n) != n or n < 1 for n in shape):
             raise ValueError(f"shape must be (height, width) of positive integers, got {shape!r}")
-        if intermediate not in _INTERMEDIATES:
-            raise ValueError(f"intermediate must be one of {_INTERMEDIATES}, got {intermediate!r}")
+        if intermediate not in TEXTURE_INTERMEDIATES:
+            raise ValueError(f"intermediate must be one of {TEXTURE_INTERMEDIATES}, "
+                             f"got {intermediate!r}")
         self.shape = (int(shape[0]), int(shape[1]))
         self.size = self.shape[0] * self.shape[1]
         self.norm, self.intermediate = _validate.norm(norm), intermediate
@@ -131,8 +102,9 @@ class TextureFFT:
         side = self.device.info.limits.max_texture_size
         if max(self.shape) > side:
             raise ValueError(f"{self.shape} exceeds this device's largest texture side ({side})")
-        self._plans: dict[tuple, TransformPlan] = {}
-        self._mid: dict[tuple, object] = {}  # (fields, layers) -> what lies between convolve's halves
+        self._plans: dict[TextureCall, TransformPlan] = {}
+        # (fields, layers) -> what lies between convolve's halves (_between)
+        self._mid: dict[tuple, object] = {}
         # Every call's recorded submission, by the textures it binds (a render loop replays
         # them); the dispatches are its plans' for each group of the call.
         self.calls = DevicePlan(self.device)
@@ -140,50 +112,14 @@ class TextureFFT:
 
     # -- plans ------------------------------------------------------------------------------
 
-    def _plan(self, inverse: bool, norm: str, fields: int, src: str | None, dst: str | None,
-              spec_fields: int = 0, layers: int = 0, kind: str = "",
-              own: str = "", through: str = "") -> TransformPlan:
-        """The plan reading an image of format `src` (None: a buffer) and writing `dst`;
-        `layers` > 0: that many images in one set of passes, bound as one TextureArray
-        (kind "array") or a list of textures (kind "list"), except `own` ("in" or "out"): a
-        texture of the TextureFFT's, every layer in it one below the other. `through` ("in" or
-        "out", of the work format): the passes meet in that texture of the call instead of one
-        of the plan's (the plan's intermediate "w0" an alias of it)."""
-        mid = self.intermediate == "image" and src is not None and dst is not None
-        key = (inverse, norm, fields, src, dst, spec_fields, mid, layers, kind, own, through)
-        plan = self._plans.get(key)
-        if plan is not None:
-            return plan
-        limits = texture_limits(self.device.info.limits, fields)
-        # the layer is the batch: one more grid dimension of the same passes
-        shape, axes = ((layers,) + self.shape, (1, 2)) if layers else (self.shape, (0, 1))
-        spec = planner.plan_c2c(shape, axes, inverse, norm, limits)
-        if spec.chunks != 1:
-            raise ValueError(f"a {self.shape} texture transform does not fit one submission here")
-        images = [(name, fmt) for name, fmt in (("in", src), ("out", dst)) if fmt]
-        sizes = dict(spec.buffers)
-        bound = (tuple(name for name, _ in images if name in ("in", "out") and name != own)
-                 if layers else ())
-        aliases = {}
-        # A texture between the two passes where the one intermediate is the image's size (a
-        # Bluestein or four-step axis keeps buffers): the call's own input or output where it
-        # may be overwritten and holds float32 (each pass reads a line whole before writing it,
-        # so a pass may write the texture it reads), else the plan's, as tall as every layer.
-        # Meeting in the call's texture leaves a third less memory in flight (L2's share).
-        if mid and len(spec.passes) == 2 and sizes.get("w0", 0) * spec.units == self.size * max(
-                layers, 1):
-            if through:
-                images.append(("w0", work_format(fields)))
-                bound += ("w0",) if through in bound else ()
-                aliases = {"w0": through}
-            elif self.shape[0] * max(layers, 1) <= self.device.info.limits.max_texture_size:
-                images.append(("w0", work_format(fields)))
-        storage = Storage(fields=fields, images=tuple(images), width=self.shape[1],
-                          spec_fields=spec_fields, layers=max(layers, 1), height=self.shape[0],
-                          arrays=bound if kind == "array" else (),
-                          lists=bound if kind == "list" else ())
-        plan = self._plans[key] = TransformPlan(spec, self.device, limits, norm, storage=storage,
-                                                aliases=aliases)
+    def _plan(self, call: TextureCall) -> TransformPlan:
+        """The plan of `call`, made once: planner.texture_plan decides its passes and storage."""
+        plan = self._plans.get(call)
+        if plan is None:
+            made = planner.texture_plan(call, self.device.info.limits)
+            plan = self._plans[call] = TransformPlan(made.spec, self.device, made.limits,
+                                                     call.norm, storage=made.storage,
+                                                     aliases=made.aliases)
         return plan
 
     def _list_size(self) -> int:
@@ -199,12 +135,11 @@ class TextureFFT:
         exceed the largest texture side, a buffer."""
         got = self._mid.get((fields, layers))
         if got is None:
-            fmt = work_format(fields)
             h, w = self.shape
-            if h * layers <= self.device.info.limits.max_texture_size:
-                got = (self.device.image(w, h * layers, fmt), fmt)
-            else:
-                got = (self.device.buffer(self.size * 8 * fields * layers), None)
+            fmt = planner.between_format(self.shape, fields, layers,
+                                         self.device.info.limits.max_texture_size)
+            got = (self.device.image(w, h * layers, fmt) if fmt
+                   else self.device.buffer(self.size * 8 * fields * layers), fmt)
             self._mid[(fields, layers)] = got
         return got
 
@@ -330,10 +265,8 @@ class TextureFFT:
         def build():
             out = []
             for ss, ds, fs, fd, layers, kind in groups:
-                fields = IMAGE_FORMATS[fs].fields
-                through = "out" if apart and fd == work_format(fields) else ""
-                plan = self._plan(inverse, self.norm, fields, fs, fd, layers=layers, kind=kind,
-                                  through=through)
+                plan = self._plan(planner.transform_call(self.shape, inverse, self.norm, fs, fd,
+                                                         layers, kind, self.intermediate, apart))
                 out += plan.flat_dispatches({"in": self._images(ss, kind),
                                              "out": self._images(ds, kind)})
             return out
@@ -405,7 +338,8 @@ class TextureFFT:
         fmt = self._format(tex, "kernel")
         fields = IMAGE_FORMATS[fmt].fields
         buf = self.device.buffer(self.size * 8 * fields)
-        plan = self._plan(False, "backward", fields, fmt, None)
+        plan = self._plan(TextureCall(self.shape, False, "backward", fields, fmt, None,
+                                      intermediate=self.intermediate))
         run_once(self.device, plan.flat_dispatches({"in": GLImage(tex), "out": buf}))
         return Spectrum(self, buf, fields)
 
@@ -429,13 +363,9 @@ class TextureFFT:
         def build():
             out = []
             for ss, ds, fs, fd, layers, kind in groups:
-                fields = IMAGE_FORMATS[fs].fields
-                mid, fm = self._between(fields, max(layers, 1))
-                # Both halves meet in convolve's own texture between them (free to overwrite).
-                fwd = self._plan(False, "backward", fields, fs, fm, spectrum.fields,
-                                 layers, kind, own="out", through="out" if fm else "")
-                inv = self._plan(True, "backward", fields, fm, fd, 0, layers, kind, own="in",
-                                 through="in" if fm else "")
+                mid, fm = self._between(IMAGE_FORMATS[fs].fields, max(layers, 1))
+                fwd, inv = map(self._plan, planner.convolve_calls(
+                    self.shape, fs, fd, spectrum.fields, fm, layers, kind, self.intermediate))
                 out += fwd.flat_dispatches({"in": self._images(ss, kind), "out": mid,
                                             "spec": spectrum.buffer})
                 out += inv.flat_dispatches({"in": mid, "out": self._images(ds, kind)})

@@ -787,3 +787,88 @@ def test_split_groups_keeps_each_dispatch_within_max_groups(groups, max_groups, 
         assert len(parts) == fewest and max(live) - min(live) <= 1
     else:  # a dispatch of several rows may leave less than a row of its share to the next
         assert fewest <= len(parts) <= fewest + fewest // 2 + 1
+
+
+# ---- textures (planner.texture_plan): the storage layout of a texture FFT, without a device ----
+
+TEX = dataclasses.replace(GPU, max_texture_size=16384)
+
+
+def _texture(call, limits=TEX):
+    return planner.texture_plan(call, limits)
+
+
+def test_texture_plans_are_the_c2c_plans_of_their_texture_limits():
+    # The passes are plan_c2c's with texture_limits; the layers are the batch.
+    for fmt, shape, layers in (("rg32f", (48, 80), 0), ("rgba32f", (720, 1280), 0),
+                               ("r32f", (30, 45), 3), ("rgba16f", (64, 64), 5)):
+        fields = planner.IMAGE_FORMATS[fmt].fields
+        got = _texture(planner.transform_call(shape, True, "ortho", fmt, fmt, layers,
+                                              "array" if layers else ""))
+        limits = planner.texture_limits(TEX, fields)
+        full, axes = ((layers,) + shape, (1, 2)) if layers else (shape, (0, 1))
+        assert got.limits == limits
+        assert got.spec.passes == planner.plan_c2c(full, axes, True, "ortho", limits).passes
+        assert got.storage.fields == fields and got.storage.layers == max(layers, 1)
+        assert (got.storage.height, got.storage.width) == shape
+    assert planner.texture_limits(TEX, 2).tuned == planner.TWO_FIELD_SHAPES
+    assert planner.texture_limits(TEX, 1).row_lines == planner.ROW_LINES
+
+
+def test_texture_passes_meet_in_a_float32_destination_free_to_overwrite():
+    rg = planner.transform_call((48, 80), False, "backward", "rg32f", "rg32f")
+    got = _texture(rg)
+    assert len(got.spec.passes) == 2 and rg.through == "out"
+    assert got.storage.image_format("w0") == "rg32f" and got.aliases == {"w0": "out"}
+    # a real field's spectrum is rg32f, the work format of one field: it meets there too
+    assert planner.transform_call((48, 80), False, "backward", "r32f", "rg32f").through == "out"
+    # Not in a half-float destination, nor in one that is another position's source: in a
+    # texture of the plan's, as tall as every layer, where the device allows one that tall.
+    for call in (planner.transform_call((48, 80), False, "backward", "rg32f", "rg16f"),
+                 planner.transform_call((48, 80), False, "backward", "rg32f", "rg32f",
+                                        dst_free=False)):
+        got = _texture(call)
+        assert call.through == "" and got.aliases == {}
+        assert got.storage.image_format("w0") == "rg32f"
+        assert _texture(call, dataclasses.replace(TEX, max_texture_size=47)).storage.image_format(
+            "w0") is None  # a buffer
+    # A buffer where asked for, and where an axis takes more than one pass (Bluestein).
+    buffered = planner.transform_call((48, 80), False, "backward", "rg32f", "rg32f",
+                                      intermediate="buffer")
+    assert _texture(buffered).storage.image_format("w0") is None and not _texture(buffered).aliases
+    bluestein = _texture(planner.transform_call((1009, 64), False, "backward", "rg32f", "rg32f"))
+    assert len(bluestein.spec.passes) > 2 and bluestein.storage.image_format("w0") is None
+    assert bluestein.aliases == {}
+
+
+@pytest.mark.parametrize("kind", ["array", "list"])
+def test_texture_layers_bind_as_arrays_or_lists_but_not_the_callers_own(kind):
+    call = planner.transform_call((64, 64), False, "backward", "rgba32f", "rgba32f", 4, kind)
+    st = _texture(call).storage
+    bound = ("in", "out", "w0")  # w0 is "out": bound as it is
+    assert (st.arrays, st.lists) == ((bound, ()) if kind == "array" else ((), bound))
+    assert st.image_units("out") == (4 if kind == "list" else 1)
+    # convolve: its halves meet in a texture of its own, every layer one below the other
+    between = planner.between_format((64, 64), 2, 4, TEX.max_texture_size)
+    fwd, inv = planner.convolve_calls((64, 64), "rgba32f", "rgba32f", 1, between, 4, kind)
+    assert between == "rgba32f" and (fwd.dst, inv.src) == (between, between)
+    assert (fwd.own, fwd.through, fwd.spec_fields) == ("out", "out", 1)
+    assert (inv.own, inv.through) == ("in", "in")
+    f, i = _texture(fwd).storage, _texture(inv).storage
+    assert f.arrays + f.lists == ("in",) and i.arrays + i.lists == ("out",)
+    assert f.spec_fields == 1 and i.spec_fields == 0 and not fwd.inverse and inv.inverse
+    assert planner.emit(_texture(fwd).spec, f).defines[-1]["MUL_SPEC"] == 1
+    # taller than the device's largest texture: a buffer between the halves
+    assert planner.between_format((64, 64), 2, 4, 255) is None
+    fwd, inv = planner.convolve_calls((64, 64), "rgba32f", "rgba32f", 2, None, 4, kind)
+    assert _texture(fwd).storage.image_format("out") is None and not _texture(fwd).aliases
+
+
+def test_texture_plans_refuse_what_one_submission_cannot_hold_and_key_a_cache():
+    small = dataclasses.replace(TEX, max_buffer_bytes=2**15)
+    call = planner.transform_call((64, 64), False, "backward", "rg32f", "rg32f", 8, "array")
+    with pytest.raises(ValueError, match=r"a \(64, 64\) texture transform does not fit"):
+        planner.texture_plan(call, small)
+    same = planner.transform_call([64, 64], False, "backward", "rg32f", "rg32f", 8, "array")
+    assert same == call and hash(same) == hash(call)  # TextureFFT's plan cache key
+    assert same != dataclasses.replace(call, kind="list")

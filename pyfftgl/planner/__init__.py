@@ -17,6 +17,7 @@ and how many lines a submission may hold. Its parts:
   dispatch  chunk units per submission; a pass's workgroups split into dispatches
   compose   steps -> the passes of a transform (plan_steps, plan_c2c, plan_fft)
   candidates  the shapes `pyfftgl bench --tune` times
+  textures  2D FFTs on textures: their limits and storage layout (TextureCall -> TexturePlan)
 Every public name other modules use is importable from here (underscored helpers stay private to
 their modules).
 """
@@ -39,3 +40,6 @@ from .storage import (IMAGE_FORMATS, Emitted, ImageFormat, Storage, element_limi
 from .tables import bluestein_chirp, bluestein_kernel, build_table, twiddle_table
 from .candidates import shape_candidates
 from .spec import AxisView, TransformSpec, assign_buffers, norm_scale
+from .textures import (ROW_LINES, TEXTURE_INTERMEDIATES, TEXTURE_KINDS, TWO_FIELD_SHAPES,
+                       TextureCall, TexturePlan, between_format, convolve_calls, texture_limits,
+                       texture_plan, texture_storage, transform_call, work_format)
