@@ -10,7 +10,8 @@ Texel (x, y) is element [y, x] of a C-ordered (height, width, components) float3
 (r + i g, b + i a) transformed in the same dispatches, r32float a real field (imaginary parts read
 as zero, real parts written); rgba16float is read and written as rgba32float is, computed in
 float32. A texture of depth_or_array_layers L > 1 is L layers, each transformed on its own, in
-the passes of up to `image_units` layers at once (each layer bound as a 2D view).
+the passes of up to `image_units` layers at once (each layer bound as a 2D view; wgpu's GL
+backend binds no such view, and refuses array textures here).
 
 Usage flags: a texture read (src, a kernel texture) needs TEXTURE_BINDING, one written (dst)
 STORAGE_BINDING (TEXTURE_USAGE); textures made here have both and COPY_SRC | COPY_DST. WebGPU
@@ -38,6 +39,9 @@ from .plans import TransformPlan
 
 # The GLSL format (planner.IMAGE_FORMATS) of each wgpu texture format a TextureFFT takes.
 FORMATS = {v: k for k, v in TEXTURE_FORMATS.items()}
+# wgpu's GL backend (wgpu-hal's gles) binds no 2D view of one layer of an array texture, and
+# the layers are bound so.
+LAYERS_REFUSED = ("OpenGL", "OpenGLES")
 # The usage each role needs: "read" textures are sampled, "write" ones storage textures.
 TEXTURE_USAGE = {"read": "TEXTURE_BINDING", "write": "STORAGE_BINDING"}
 
@@ -144,6 +148,10 @@ class TextureFFT:
         format, layers, kind); dst a new texture of format out_format(src format) if None."""
         fs = self._format(src, "src", "read")
         layers = src.depth_or_array_layers
+        if layers > 1 and self.device.adapter.info["backend_type"] in LAYERS_REFUSED:
+            raise ValueError(f"wgpu's {self.device.adapter.info['backend_type']} backend "
+                             "binds no single layer of an array texture: transform a texture "
+                             "per layer there")
         fd = self._format(dst, "dst", "write", layers) if dst is not None else None
         if fd is not None and (IMAGE_FORMATS[fd].fields != IMAGE_FORMATS[fs].fields
                                or IMAGE_FORMATS[fd].components == 1 and not real_out):
