@@ -5,8 +5,9 @@ would blow the cold suite's budget, so the WebGPU tier runs in subprocesses, one
 here (wgpu's Vulkan backend over lavapipe, its GL backend over llvmpipe), each with
 PYFFTGL_TEST_BACKENDS=webgpu: the numpy surface (the quick tier's backend tests), the transform,
 DCT/DST, signal and device-array modules, the device profiles that have WebGPU (apple-m1,
-android-baseline, webgpu-default), webgpu_tier.py and the wgpu TextureFFT's tests. Marked `webgpu`: `make test-webgpu` runs it
-(after `make test` in CI), the two adapters in parallel (one pytest worker each).
+android-baseline, webgpu-default), webgpu_tier.py and the wgpu TextureFFT's tests. Marked
+`webgpu`: `make test-webgpu` runs it (after `make test` in CI), the two adapters in parallel (one
+pytest worker each).
 """
 import os
 import re
