@@ -146,7 +146,7 @@ class WebGPUDevice(Device):
         # through shared memory go through glslang's SPIR-V on adapters without the feature.
         self.glsl_barriers = "subgroup-barrier" in self.features
         lim, ad = self.dev.limits, adapter.info
-        self.info = DeviceInfo(
+        self.driver_info = DeviceInfo(
             api="webgpu", name=ad["device"], driver=ad.get("description", ""),
             api_version=f"wgpu-native {wgpu.backends.wgpu_native.__version__} on "
                         f"{ad['backend_type']}",
