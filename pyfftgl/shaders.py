@@ -108,10 +108,36 @@ def webgpu_source(source: str, uniform: bool = False, naga: bool = False) -> str
     if uniform:
         source = source.replace("layout(push_constant) uniform",
                                 "layout(std140, set = 1, binding = 0) uniform")
+    if re.search(r"^#define (?:IN|OUT)_IMAGE ", source, re.M):
+        source = _webgpu_images(source, naga)
     if naga:
         source = _sized_arrays(source)
         for pattern, spell in _NAGA_SPELLINGS:
             source = pattern.sub(spell, source)
+    return source
+
+
+# A WebGPU texture pass's bindings: one namespace with the storage buffers (0-3), where GL has
+# texture units and image units of their own. Textures read are sampled textures (texelFetch is
+# WGSL's textureLoad), those written write-only storage textures; the SPIR-V route's texelFetch
+# names a sampler, as glslang requires (nearest, never used to filter).
+TEXTURE_BINDING0, STORAGE_BINDING0, SAMPLER_BINDING = 8, 16, 7
+
+
+def _webgpu_images(source: str, naga: bool) -> str:
+    """The image declarations of a texture pass at the WebGPU bindings above (lists of 2D
+    textures and single ones; array textures are bound as lists of layers)."""
+    source = re.sub(r"^#define OUT_UNIT(\d+) (\d+)$",
+                    lambda m: f"#define OUT_UNIT{m[1]} {STORAGE_BINDING0 + int(m[2])}",
+                    source, flags=re.M)
+    source = re.sub(r"\bSRC_DECL\((\d+), ",
+                    lambda m: f"SRC_DECL({TEXTURE_BINDING0 + int(m[1])}, ", source)
+    source = source.replace("uniform sampler2D name;", "uniform texture2D name;")
+    if not naga:
+        source = source.replace(
+            "#define SRC_LOAD(name, p) texelFetch(name, p, 0)",
+            f"layout(binding = {SAMPLER_BINDING}) uniform sampler pyfftgl_texels;\n"
+            "#define SRC_LOAD(name, p) texelFetch(sampler2D(name, pyfftgl_texels), p, 0)")
     return source
 
 

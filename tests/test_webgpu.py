@@ -5,8 +5,9 @@ would blow the cold suite's budget, so the WebGPU tier runs in subprocesses, one
 here (wgpu's Vulkan backend over lavapipe, its GL backend over llvmpipe), each with
 PYFFTGL_TEST_BACKENDS=webgpu: the numpy surface (the quick tier's backend tests), the transform,
 DCT/DST, signal and device-array modules, the device profiles that have WebGPU (apple-m1,
-android-baseline, webgpu-default) and webgpu_tier.py. Marked `webgpu`: `make test-webgpu` runs it
-(after `make test` in CI), the two adapters in parallel (one pytest worker each).
+android-baseline, webgpu-default), webgpu_tier.py and the wgpu TextureFFT's tests. Marked
+`webgpu`: `make test-webgpu` runs it (after `make test` in CI), the two adapters in parallel (one
+pytest worker each).
 """
 import os
 import re
@@ -48,7 +49,8 @@ def test_webgpu_tier(adapter):
     # One pytest run: the tests that take the backend fixture (now webgpu) or are WebGPU's own;
     # the rest of these modules is backend-free and runs in the main suite already.
     args = ["-m", "not slow and not webgpu", "-k", "webgpu or test_profile_tier", *MODULES,
-            "test_numpy_api.py", "test_profiles.py", "webgpu_tier.py", "test_webgpu.py"]
+            "test_numpy_api.py", "test_profiles.py", "webgpu_tier.py", "test_webgpu.py",
+            "test_webgpu_textures.py"]
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                          capture_output=True, text=True, cwd=TESTS, env=env, timeout=3000)
     assert out.returncode == 0, f"{adapter}: {args}\n{out.stdout[-6000:]}{out.stderr[-2000:]}"

@@ -21,8 +21,15 @@ import numpy as np
 
 from .. import shaders, wisdom
 from ..lru import LRU
+from ..planner import IMAGE_FORMATS
 from . import wgpuinfo
-from .base import BackendUnavailable, Buffer, Device, DeviceInfo, Limits, Program, Submission
+from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Image, Limits, Program,
+                   Submission)
+
+# The kernels' image formats (planner.IMAGE_FORMATS, GLSL names) as WebGPU texture formats:
+# those WebGPU may write as storage textures (r16float and rg16float may not).
+TEXTURE_FORMATS = {"r32f": "r32float", "rg32f": "rg32float", "rgba32f": "rgba32float",
+                   "rgba16f": "rgba16float"}
 
 
 def naga_refuses(source: str, glsl_barriers: bool) -> bool:
@@ -30,6 +37,9 @@ def naga_refuses(source: str, glsl_barriers: bool) -> bool:
     float64 (naga's constant evaluator has no double arithmetic), and barrier() where the device
     lacks subgroup barriers (naga reads barrier() as one of every scope)."""
     return "#define PRECISION 64" in source or ("barrier()" in source and not glsl_barriers)
+
+
+_OF_LOCK = threading.Lock()  # WebGPUDevice.of's
 
 
 class WgpuBuffer(Buffer):
@@ -45,6 +55,21 @@ class WgpuProgram(Program):
         self.pipelines: dict = {}  # the bound bindings -> (pipeline, bind group layout)
 
 
+class WgpuImage(Image):
+    """A 2D texture (the caller's or a plan's), or one layer of an array texture, as an image a
+    kernel binds: a view of it. Read images are sampled textures (textureLoad), written ones
+    write-only storage textures (shaders.webgpu_source binds them)."""
+
+    def __init__(self, texture, layer: int = 0):
+        inverse = {v: k for k, v in TEXTURE_FORMATS.items()}
+        self.texture, self.layer = texture, layer
+        self.view = texture.create_view(dimension="2d", base_mip_level=0, mip_level_count=1,
+                                        base_array_layer=layer, array_layer_count=1)
+        self.width, self.height = texture.width, texture.height
+        self.format = inverse[texture.format]
+        self.components = IMAGE_FORMATS[self.format].components
+
+
 def _round4(n: int) -> int:
     return max(4, -(-n // 4) * 4)
 
@@ -53,12 +78,10 @@ class WgpuSubmission(Submission):
     """Dispatches with their pipelines and bind groups made once; encoded at each run."""
 
     def __init__(self, device: "WebGPUDevice", dispatches, uploads, downloads):
-        if any(d.images for d in dispatches):
-            raise NotImplementedError("the WebGPU backend binds buffers only (images are GL's)")
         self.device = device
         self.uploads, self.downloads = list(uploads), list(downloads)
         self.steps = [device.step(d) for d in dispatches]
-        self.keep = [d.buffers for d in dispatches]  # the buffers its bind groups bind
+        self.keep = [d.buffers + d.images for d in dispatches]  # what its bind groups bind
         wgpu = device.wgpu
         self.staging = [device.dev.create_buffer(
             size=_round4(b.nbytes), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
@@ -96,14 +119,21 @@ class WgpuSubmission(Submission):
 class WebGPUDevice(Device):
     HOLD = 16  # calls held back at most before they are submitted together
 
-    def __init__(self):
+    def __init__(self, device=None):
+        """A device of its own on the adapter the environment asks for (wgpuinfo), or, given
+        `device`, the caller's GPUDevice with the features and limits it was made with."""
         self.wgpu = wgpu = wgpuinfo.import_wgpu()
-        self.adapter = adapter = wgpuinfo.choose_adapter(wgpu)
-        try:
-            self.dev, self.features = wgpuinfo.request_device(adapter)
-        except Exception as e:  # wgpu's refusal of what its adapter offered
-            raise BackendUnavailable(f"wgpu would not open a device on {adapter.info['device']} "
-                                     f"({e})") from e
+        if device is not None:
+            self.adapter, self.dev = device.adapter, device
+            self.features = frozenset(f for f in wgpuinfo.FEATURES if f in device.features)
+        else:
+            self.adapter = wgpuinfo.choose_adapter(wgpu)
+            try:
+                self.dev, self.features = wgpuinfo.request_device(self.adapter)
+            except Exception as e:  # wgpu's refusal of what its adapter offered
+                raise BackendUnavailable(f"wgpu would not open a device on "
+                                         f"{self.adapter.info['device']} ({e})") from e
+        adapter = self.adapter
         self.queue = self.dev.queue
         self.lock = threading.RLock()
         self.checked = os.environ.get(wgpuinfo.CHECKED_ENV, "") == "1"
@@ -131,6 +161,9 @@ class WebGPUDevice(Device):
                 tuned=wisdom.load(ad["device"], "webgpu")),
             is_software=ad["adapter_type"] == "CPU",
             float64="shader-f64" in self.features)
+        # Textures one pass may bind per kind (a list of layers reads and writes that many).
+        self.image_units = min(8, lim["max-sampled-textures-per-shader-stage"],
+                               lim["max-storage-textures-per-shader-stage"])
         self.held: list[WgpuSubmission] = []  # calls queued, not yet submitted
         self.submissions = 0  # queue submissions made for calls
         self.pipelines_made = 0
@@ -138,6 +171,17 @@ class WebGPUDevice(Device):
         # driver allocation per call.
         self._staging = LRU(8)
         self._query = None
+        self._nearest = None
+
+    @classmethod
+    def of(cls, device) -> "WebGPUDevice":
+        """The WebGPUDevice of the caller's wgpu GPUDevice, made once per GPUDevice (its programs
+        compile once) and stored on it as `device._pyfftgl_device`, gone with it."""
+        with _OF_LOCK:
+            made = getattr(device, "_pyfftgl_device", None)
+            if made is None:
+                made = device._pyfftgl_device = cls(device)
+            return made
 
     # -- programs and bindings -------------------------------------------------------------
 
@@ -152,22 +196,36 @@ class WebGPUDevice(Device):
             raise self.failure("making a shader module (naga)", e) from e
         return WgpuProgram(module, push_names)
 
-    def _pipeline(self, program: WgpuProgram, bound: tuple[int, ...]):
-        """The pipeline of `program` for dispatches binding storage buffers `bound`, and its
-        bind group layout: read-write storage at every binding, since naga's SPIR-V front end
-        reads glslang's readonly (a member decoration) as read-write."""
-        made = program.pipelines.get(bound)
+    def _pipeline(self, program: WgpuProgram, bound: tuple[int, ...], reads: int = 0,
+                  writes: tuple[str, ...] = ()):
+        """The pipeline of `program` for dispatches binding storage buffers `bound`, `reads`
+        sampled textures and write-only storage textures of formats `writes` (shaders'
+        TEXTURE_BINDING0, STORAGE_BINDING0), and its bind group layout: read-write storage at
+        every buffer binding, since naga's SPIR-V front end reads glslang's readonly (a member
+        decoration) as read-write."""
+        key = (bound, reads, writes)
+        made = program.pipelines.get(key)
         if made is not None:
             return made
         wgpu, dev = self.wgpu, self.dev
-        layout = dev.create_bind_group_layout(entries=[
-            {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
-             "buffer": {"type": "storage"}} for i in bound])
+        stage = wgpu.ShaderStage.COMPUTE
+        entries = [{"binding": i, "visibility": stage, "buffer": {"type": "storage"}}
+                   for i in bound]
+        entries += [{"binding": shaders.TEXTURE_BINDING0 + i, "visibility": stage,
+                     "texture": {"sample_type": "unfilterable-float", "view_dimension": "2d"}}
+                    for i in range(reads)]
+        entries += [{"binding": shaders.STORAGE_BINDING0 + i, "visibility": stage,
+                     "storage_texture": {"access": "write-only", "format": f,
+                                         "view_dimension": "2d"}}
+                    for i, f in enumerate(writes)]
+        if reads:  # the SPIR-V route's texelFetch names a sampler (shaders.webgpu_source)
+            entries.append({"binding": shaders.SAMPLER_BINDING, "visibility": stage,
+                            "sampler": {"type": "non-filtering"}})
+        layout = dev.create_bind_group_layout(entries=entries)
         layouts, size = [layout], 4 * len(program.push_names)
         if size and not self.immediates:
             layouts.append(dev.create_bind_group_layout(entries=[
-                {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
-                 "buffer": {"type": "uniform"}}]))
+                {"binding": 0, "visibility": stage, "buffer": {"type": "uniform"}}]))
         kwargs = {"immediate_size": size} if size and self.immediates else {}
         pipe_layout = dev.create_pipeline_layout(bind_group_layouts=layouts, **kwargs)
         try:
@@ -176,16 +234,25 @@ class WebGPUDevice(Device):
         except self.wgpu.GPUError as e:
             raise self.failure("making a compute pipeline", e) from e
         self.pipelines_made += 1
-        program.pipelines[bound] = made = (pipeline, layout)
+        program.pipelines[key] = made = (pipeline, layout)
         return made
 
     def step(self, d):
         """(pipeline, bind groups, push bytes or None, groups) of a dispatch, made once."""
         bound = tuple(i for i, b in enumerate(d.buffers) if b is not None)
-        pipeline, layout = self._pipeline(d.program, bound)
-        groups = [self.dev.create_bind_group(layout=layout, entries=[
-            {"binding": i, "resource": {"buffer": d.buffers[i].buf, "offset": 0,
-                                        "size": _round4(d.buffers[i].nbytes)}} for i in bound])]
+        reads, written = d.images[:d.image_reads], d.images[d.image_reads:]
+        pipeline, layout = self._pipeline(d.program, bound, len(reads),
+                                          tuple(TEXTURE_FORMATS[m.format] for m in written))
+        entries = [{"binding": i, "resource": {"buffer": d.buffers[i].buf, "offset": 0,
+                                               "size": _round4(d.buffers[i].nbytes)}}
+                   for i in bound]
+        entries += [{"binding": shaders.TEXTURE_BINDING0 + i, "resource": m.view}
+                    for i, m in enumerate(reads)]
+        entries += [{"binding": shaders.STORAGE_BINDING0 + i, "resource": m.view}
+                    for i, m in enumerate(written)]
+        if reads:
+            entries.append({"binding": shaders.SAMPLER_BINDING, "resource": self._sampler()})
+        groups = [self.dev.create_bind_group(layout=layout, entries=entries)]
         push = np.ascontiguousarray(d.push, dtype=np.uint32)[: len(d.program.push_names)]
         if push.size and not self.immediates:
             ubo = self.dev.create_buffer_with_data(data=push.tobytes(),
@@ -197,6 +264,24 @@ class WebGPUDevice(Device):
             push = None
         return pipeline, groups, (push.tobytes() if push is not None and push.size else None), \
             tuple(int(g) for g in d.groups)
+
+    def _sampler(self):
+        """The nearest-texel sampler the SPIR-V route's texel reads name, made once."""
+        if self._nearest is None:
+            self._nearest = self.dev.create_sampler()
+        return self._nearest
+
+    def _image(self, width, height, fmt):
+        usage = self.wgpu.TextureUsage
+        try:
+            tex = self.dev.create_texture(
+                size=(width, height, 1), format=TEXTURE_FORMATS[fmt],
+                usage=usage.TEXTURE_BINDING | usage.STORAGE_BINDING | usage.COPY_SRC
+                | usage.COPY_DST)
+        except self.wgpu.GPUError as e:
+            raise MemoryError(str(e)) from e
+        weakref.finalize(tex, self.count_live("images", 0)).atexit = False
+        return WgpuImage(tex)
 
     # -- submissions ---------------------------------------------------------------------
 
@@ -210,16 +295,7 @@ class WebGPUDevice(Device):
             query = self._timestamps() if timed and self.timestamps else None
             writes = ({"query_set": query[0], "beginning_of_pass_write_index": 0,
                        "end_of_pass_write_index": 1} if query else None)
-            cpass = encoder.begin_compute_pass(timestamp_writes=writes)
-            for sub in calls:
-                for pipeline, groups, push, grid in sub.steps:
-                    cpass.set_pipeline(pipeline)
-                    for i, group in enumerate(groups):
-                        cpass.set_bind_group(i, group)
-                    if push is not None:
-                        cpass.set_immediates(0, push, 0, len(push))
-                    cpass.dispatch_workgroups(*grid)
-            cpass.end()
+            self.encode_pass(encoder, calls, writes)
             for sub in calls:
                 sub.encode_copies(encoder)
             if query:
@@ -234,6 +310,32 @@ class WebGPUDevice(Device):
                                     else (time.perf_counter() - start) * 1e9)
         except self.wgpu.GPUError as e:
             raise self.failure("submitting work", e) from e
+
+    @staticmethod
+    def encode_pass(encoder, calls, timestamp_writes=None) -> None:
+        """The dispatches of `calls` (recorded submissions) in one compute pass of `encoder`."""
+        cpass = encoder.begin_compute_pass(timestamp_writes=timestamp_writes)
+        for sub in calls:
+            for pipeline, groups, push, grid in sub.steps:
+                cpass.set_pipeline(pipeline)
+                for i, group in enumerate(groups):
+                    cpass.set_bind_group(i, group)
+                if push is not None:
+                    cpass.set_immediates(0, push, 0, len(push))
+                cpass.dispatch_workgroups(*grid)
+        cpass.end()
+
+    def encode(self, sub: WgpuSubmission, encoder) -> None:
+        """Record `sub` (no host transfers) into the caller's command encoder: the calls held
+        so far are submitted first, so they run before the caller's command buffer does."""
+        with self.lock:
+            if sub.uploads or sub.downloads:
+                raise ValueError("a submission with host transfers cannot go into an encoder")
+            self.submit()
+            try:
+                self.encode_pass(encoder, [sub])
+            except self.wgpu.GPUError as e:
+                raise self.failure("encoding into the caller's command encoder", e) from e
 
     def _timestamps(self):
         """(query set of 2 timestamps, its resolve buffer, a map-read copy of it), made once."""
