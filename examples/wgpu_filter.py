@@ -1,4 +1,4 @@
-"""Filter a picture on your own wgpu device, headless: pyfftgl.webgpu.TextureFFT convolves an
+"""Filter a picture on your own wgpu device, headless: pyfftgl.wgpu_textures.TextureFFT convolves an
 rgba32float texture (RGBA as two complex fields, one set of passes) with a blur and a band-pass,
 each recorded into a command encoder of the application's, as a render loop's frame would be.
 The results are read back and written side by side (original | blurred | band-passed) as a PNG.
@@ -15,7 +15,7 @@ import numpy as np
 import wgpu
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # the demos' images
-import pyfftgl.webgpu  # noqa: E402
+import pyfftgl.wgpu_textures  # noqa: E402
 from demos.filter import filters, images  # noqa: E402
 
 BACKENDS = {"vulkan": "Vulkan", "gl": "OpenGL", "metal": "Metal", "d3d12": "D3D12"}
@@ -58,7 +58,7 @@ def main(argv=None) -> None:
     picture = images.load(images.SAMPLE)
     shape = tuple(images.fast_length(n) for n in picture.shape[:2])
     picture = images.fit(picture, shape)
-    fft = pyfftgl.webgpu.TextureFFT(device, shape)
+    fft = pyfftgl.wgpu_textures.TextureFFT(device, shape)
     src = texture(device, picture)
     panels = [picture]
     for filt in (filters.gaussian_blur(shape, sigma=6.0),

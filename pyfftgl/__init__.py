@@ -7,19 +7,19 @@
 from __future__ import annotations
 
 
-from . import _api
-from ._api import Plan, fftfreq, fftshift, ifftshift, plan, rfftfreq
-from ._realtransforms import dct, dctn, dst, dstn, idct, idctn, idst, idstn
+from . import numpy_fft
+from .numpy_fft import Plan, fftfreq, fftshift, ifftshift, plan, rfftfreq
+from .dctdst import dct, dctn, dst, dstn, idct, idctn, idst, idstn
 from .backends import BackendUnavailable, DeviceError, get_device, set_backend
 from .device_array import DeviceArray, asarray
 from .memory import MemoryPool, memory_pool
 from .plans import FFTPlan, TransformPlan, plan_cache
 from .profiles import device_profile, set_device_profile
-from .shaders import program_cache
+from .kernels import program_cache
 from .kinds import KINDS
 
 # the numpy.fft functions, one per kind of the table (pyfftgl.fft, ..., pyfftgl.irfftn)
-globals().update({kind: getattr(_api, kind) for kind in KINDS})
+globals().update({kind: getattr(numpy_fft, kind) for kind in KINDS})
 
 from . import signal  # noqa: E402 (after the API it builds on)
 

@@ -1,5 +1,5 @@
 """The numpy-style docstrings of the public transforms, assembled from shared parameter text
-(as numpy's _add_newdocs keeps long docs apart from code), so _api.py stays code."""
+(as numpy's _add_newdocs keeps long docs apart from code), so numpy_fft.py stays code."""
 from __future__ import annotations
 
 import textwrap

@@ -45,7 +45,7 @@ try:
 except ImportError as e:  # the extra is optional; say how to get it
     raise ImportError(f"pyfftgl.dask needs dask ({e}); pip install 'pyfftgl[dask]'") from e
 
-from . import _api
+from . import numpy_fft
 from . import backends as _backends
 from . import dask_pencil
 from .kinds import KINDS, ONE_AXIS as _ONE_AXIS
@@ -78,7 +78,7 @@ def _transform(name, a, size, axes, norm, backend, **chunked):
     out_chunks, decomposition, max_block_bytes); `size` and `axes` are (n, axis) for the
     one-axis functions, else (s, axes)."""
     a = _da.asarray(a)
-    func = getattr(_api, name)
+    func = getattr(numpy_fft, name)
     if name in _ONE_AXIS:
         naxes = 1
     elif axes is not None:

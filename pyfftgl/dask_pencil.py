@@ -21,7 +21,7 @@ import threading
 import numpy as np
 import dask
 
-from . import _api
+from . import numpy_fft
 
 DECOMPOSITIONS = ("auto", "slab", "pencil")
 ONE_AXIS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
@@ -37,7 +37,7 @@ def transform_block(a, *args, name, backend, **kwargs):
     """One block's transform on this process's device (the task dask runs): pyfftgl's `name`,
     whose plan the plan cache keeps for the next block of the same shape."""
     with _lock:
-        return getattr(_api, name)(a, *args, backend=backend, **kwargs)
+        return getattr(numpy_fft, name)(a, *args, backend=backend, **kwargs)
 
 
 def even_chunks(n: int, count: int) -> tuple[int, ...]:

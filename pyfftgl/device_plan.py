@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from . import shaders
+from . import kernels
 from .backends.base import Buffer, Dispatch
 from .lru import LRU
 
@@ -186,7 +186,7 @@ def run_once(device, dispatches) -> None:
 
 def element_dispatches(device, p, buffers) -> list[Dispatch]:
     """The dispatches of the planner's element pass `p` (planner.ElementPass) binding
-    `buffers`, its program compiled once per device (shaders.program_cache)."""
-    prog = shaders.get_program(device, p.kernel, p.defines(), p.push_names)
+    `buffers`, its program compiled once per device (kernels.program_cache)."""
+    prog = kernels.get_program(device, p.kernel, p.defines(), p.push_names)
     return [Dispatch(prog, (gx, gy, 1), np.array(p.push(base), np.uint32), tuple(buffers))
             for base, gx, gy in p.grids(device.info.limits)]

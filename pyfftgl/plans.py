@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 
-from . import planner, shaders
+from . import planner, kernels
 from .backends import get_device, on_device_lost, on_profile_change
 from .backends.base import Device, Dispatch
 from .device_plan import DevicePlan
@@ -45,7 +45,8 @@ class TransformPlan(DevicePlan):
         tables = emitted.tables
         self._tables = dev.buffer(tables.nbytes, tables)
         self.element_bytes = storage.element_bytes
-        self._sizes = {name: units * per_unit * self.element_bytes for name, per_unit in spec.buffers}
+        self._sizes = {name: units * per_unit * self.element_bytes
+                       for name, per_unit in spec.buffers}
         # Work buffers now; "in" and "out" when a host call first needs them (device calls bind
         # the caller's), images the plan owns for the names the storage makes images.
         self._buffers = dict(buffers or {})
@@ -58,7 +59,7 @@ class TransformPlan(DevicePlan):
                                                  // storage.width, fmt)
                                        if fmt else dev.buffer(nbytes))
         self.nbytes = tables.nbytes + sum(self._sizes[n] for n in self._buffers)
-        self._programs = [shaders.get_program(dev, p.kernel, defines, planner.PUSH_NAMES)
+        self._programs = [kernels.get_program(dev, p.kernel, defines, planner.PUSH_NAMES)
                           for p, defines in zip(spec.passes, emitted.defines)]
         # Each pass's (base, gx, gy) dispatches, fixed when the plan is built: inside the
         # device's grid limits and the work budget of one dispatch, for this plan's elements.
@@ -219,7 +220,7 @@ class PlanCache:
     """An LRU of plans bounded by count and by the bytes their buffers hold.
 
     The compiled programs the plans run (GL programs, Vulkan pipelines) have a bound of their
-    own, shaders.program_cache, so that a program outlives its plans for a while: a transform
+    own, kernels.program_cache, so that a program outlives its plans for a while: a transform
     planned again soon reuses them, one planned again later recompiles (from the SPIR-V disk
     cache on Vulkan). Plans of a lost device are dropped when it is lost."""
 
@@ -267,7 +268,7 @@ class PlanCache:
 
 plan_cache = PlanCache()
 on_device_lost(plan_cache.forget_device)
-on_device_lost(shaders.program_cache.forget_device)
+on_device_lost(kernels.program_cache.forget_device)
 on_profile_change(plan_cache.clear)  # plans made under the old limits
 
 

@@ -16,7 +16,7 @@ import inspect
 
 import numpy as np
 
-from . import _api, _realtransforms
+from . import numpy_fft, dctdst
 from .kinds import KINDS, steps_for
 from .planner import precision_of
 from .backends import BackendUnavailable, get_device
@@ -52,30 +52,30 @@ def _prepare(name, method, args, kwargs):
     if workers is not None and not isinstance(workers, int):
         return NotImplemented
     device = get_device(None)
-    if name in _realtransforms.FUNCTIONS:
-        check, kind, forward = _realtransforms.CHECKS[name]
+    if name in dctdst.FUNCTIONS:
+        check, kind, forward = dctdst.CHECKS[name]
         one = "n" in kw
         call = check(kind, forward, arr, kw["type"], kw["n"] if one else kw["s"],
                      kw["axis"] if one else kw["axes"], kw["norm"], workers, kw["orthogonalize"])
         if call is not None:
             device.check_precision(call.precision)
         # no axis to transform: scipy returns its input, of its own dtype (float16 included)
-        return lambda: _realtransforms.execute(call, arr if call is not None else x, None)
-    _realtransforms.check_workers(workers)  # scipy's ValueError: declined, scipy raises it
+        return lambda: dctdst.run_call(call, arr if call is not None else x, None)
+    dctdst.check_workers(workers)  # scipy's ValueError: declined, scipy raises it
     if KINDS[name].nd:  # scipy's checks of (s, axes): unique axes, in range, lengths above 0
-        _realtransforms.nd_shape_and_axes(arr.shape, kw.get("s"), kw.get("axes"))
+        dctdst.nd_shape_and_axes(arr.shape, kw.get("s"), kw.get("axes"))
     if KINDS[name].nd and kw.get("s") is not None and kw.get("axes") is None:
         kw["axes"] = tuple(range(-len(kw["s"]), 0))  # scipy's s without axes: the last len(s)
     call = steps_for(name, arr.shape, arr.dtype, **kw)  # numpy's checks, no GPU work
     device.check_precision(precision_of(call.out_dtype))
-    fn = getattr(_api, name)
+    fn = getattr(numpy_fft, name)
     return lambda: fn(arr, **kw)
 
 
 def __ua_function__(method, args, kwargs):
     global handled
     name = method.__name__
-    if name not in KINDS and name not in _realtransforms.FUNCTIONS:
+    if name not in KINDS and name not in dctdst.FUNCTIONS:
         return NotImplemented
     try:
         run = _prepare(name, method, args, kwargs)

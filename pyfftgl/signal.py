@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from . import _api
+from . import numpy_fft
 from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .device_plan import element_dispatches, run_once
@@ -129,7 +129,7 @@ class Convolver:
 
     def _spectrum(self, x) -> DeviceArray:
         p = self._padded(x)
-        f = _api.rfftn if self.real_fft else _api.fftn
+        f = numpy_fft.rfftn if self.real_fft else numpy_fft.fftn
         return f(p, axes=self.fft_axes)
 
     @property
@@ -191,8 +191,8 @@ class Convolver:
 
     def _through_api(self, image, out, device_in):
         """A call of FFTs too large for one submission: the API's calls one by one."""
-        spectrum = _api.rfftn(self._padded(image), axes=self.fft_axes) if self.real_fft else \
-            _api.fftn(self._padded(image), axes=self.fft_axes)
+        spectrum = numpy_fft.rfftn(self._padded(image), axes=self.fft_axes) if self.real_fft else \
+            numpy_fft.fftn(self._padded(image), axes=self.fft_axes)
         product = DeviceArray(self.device.buffer(spectrum.nbytes, device_only=True),
                               spectrum.shape, spectrum.dtype, self.device)
         mul = product_pass(spectrum.size, precision_of(spectrum.dtype), self.device.info.limits)
@@ -200,10 +200,10 @@ class Convolver:
             self.device, mul, (spectrum.buffer, product.buffer, self._kernel_spectrum.buffer)))
         spectrum.close()
         if self.real_fft:
-            full = _api.irfftn(product, s=[self.fshape[a] for a in self.fft_axes],
+            full = numpy_fft.irfftn(product, s=[self.fshape[a] for a in self.fft_axes],
                                axes=self.fft_axes)
         else:
-            full = _api.ifftn(product, axes=self.fft_axes)
+            full = numpy_fft.ifftn(product, axes=self.fft_axes)
         product.close()
         if not self.complex and full.dtype.kind == "c":  # real data through complex FFTs
             full = asarray(np.ascontiguousarray(full.get().real), backend=self.device)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._realtransforms import nd_shape_and_axes
+from .dctdst import nd_shape_and_axes
 from ._validate import complex_dtype
 from .backends import on_device_lost, on_profile_change
 from .device_plan import DevicePlan, element_dispatches

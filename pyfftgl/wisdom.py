@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from .planner import TunedShape, key_length, tiled_key
-from .shaders import cache_dir
+from .kernels import cache_dir
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
 

@@ -33,7 +33,7 @@ BACKENDS = tuple(os.environ.get("PYFFTGL_TEST_BACKENDS", "vulkan,gl").split(",")
 EPS32 = float(np.finfo(np.float32).eps)
 # Modules that plan and check without a GPU join the quick tier (`make check`, `-m quick`) whole;
 # the others mark their quick tests themselves.
-QUICK_MODULES = ("test_planner.py", "test_tables.py", "test_validate.py", "test_house.py")
+QUICK_MODULES = ("test_planner.py", "test_tables.py", "test_arguments.py", "test_house.py")
 
 
 # Modules of long tests (hundreds of kernels, or arrays of 2^20 elements) run first, so that the

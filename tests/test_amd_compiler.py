@@ -26,7 +26,7 @@ def _fft_kernels(out: dict) -> None:
     """The sweep's kernels, planned for each AMD profile in both precisions."""
     sys.path.insert(0, str(ROOT / "tools"))
     import plan_dump
-    from pyfftgl import planner, profiles, shaders
+    from pyfftgl import planner, profiles, kernels
     for name in PROFILES:
         for precision in (32, 64):
             storage = planner.Storage(precision=precision)
@@ -38,7 +38,7 @@ def _fft_kernels(out: dict) -> None:
                 except ValueError:  # beyond the profile's buffers: test_profiles covers it
                     continue
                 for i, defines in enumerate(planner.emit(spec, storage).defines):
-                    src = shaders.assemble(spec.passes[i].kernel, defines, "vulkan")
+                    src = kernels.assemble(spec.passes[i].kernel, defines, "vulkan")
                     out.setdefault(src, (f"{name} fp{precision} {what} pass {i}", 3, (), ()))
 
 
@@ -55,7 +55,7 @@ def _texture_kernels(out: dict) -> None:
     own units; in Vulkan's one binding space a pass's input texture is a combined image sampler
     at binding 0 (its input buffer's) and its output image takes binding 1 (its output
     buffer's)."""
-    from pyfftgl import planner, profiles, shaders
+    from pyfftgl import planner, profiles, kernels
     from pyfftgl.gl import texture_limits
     for name in PROFILES:
         for fs, fd in TEXTURE_FORMATS:
@@ -83,7 +83,7 @@ def _texture_kernels(out: dict) -> None:
                                 f"{'inverse' if inverse else 'forward'} "
                                 f"images {'+'.join(n for n, _ in images)} "
                                 f"spec {spec_fields} pass {i}")
-                        out.setdefault(shaders.assemble(spec.passes[i].kernel, d, "vulkan"),
+                        out.setdefault(kernels.assemble(spec.passes[i].kernel, d, "vulkan"),
                                        (what, 4 if "MUL_SPEC" in d else 3,
                                         (1,) * ("OUT_IMAGE" in d), (0,) * ("IN_IMAGE" in d)))
 
@@ -99,12 +99,12 @@ def kernels() -> dict[str, tuple[str, int, tuple, tuple]]:
 
 def compile_all() -> dict:
     """In the child: ACO's statistics of every kernel, on the one (RADV) device there is."""
-    from pyfftgl import planner, shaders
+    from pyfftgl import planner, kernels
     from pyfftgl.backends import vkinfo
     from pyfftgl.bench.vkstats import pipeline_statistics
     found = {}
     for src, (what, bindings, images, samplers) in kernels().items():
-        stats = pipeline_statistics(shaders.compile_spirv(src), 4 * len(planner.PUSH_NAMES),
+        stats = pipeline_statistics(kernels.compile_spirv(src), 4 * len(planner.PUSH_NAMES),
                                     bindings, images=images, samplers=samplers)
         found[what] = [e["stats"] for e in stats]
     return {"devices": [d["device_name"] for d in vkinfo.physical_devices()], "kernels": found}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pyfftgl
-from pyfftgl import shaders
+from pyfftgl import kernels
 from pyfftgl.backends import get_device, probe
 
 
@@ -48,7 +48,8 @@ def test_missing_vulkan_driver_says_why_and_how():
 
 def test_kp_tensor_round_trip_under_numpy2():
     # kp built against an old pybind11 returns zeros from Tensor.data() under numpy 2.
-    from pyfftgl import _kp as kp
+    from pyfftgl.backends.vulkan import kompute
+    kp = kompute()
     assert int(np.__version__.split(".")[0]) >= 2
     dev = get_device("vulkan")
     data = np.arange(16, dtype=np.float32) * 0.5
@@ -60,7 +61,8 @@ def test_kp_tensor_round_trip_under_numpy2():
 def test_kp_timestamps_bracket_a_span():
     # tools/kp_patch.py: timestamps only where record_timestamp() puts them (one more when
     # recording begins), none after each op, and no more than the Sequence was made for.
-    from pyfftgl import _kp as kp
+    from pyfftgl.backends.vulkan import kompute
+    kp = kompute()
     dev = get_device("vulkan")
     tensors = [dev.buffer(1 << 20).tensor for _ in range(3)]
     seq = dev.manager.sequence(total_timestamps=2)
@@ -82,14 +84,15 @@ def test_kp_algorithms_share_a_pipeline_and_keep_it_alive():
     tensors, still runs after the other is dropped, and must bind as many tensors as it."""
     import gc
 
-    from pyfftgl import _kp as kp
+    from pyfftgl.backends.vulkan import kompute
+    kp = kompute()
 
     from pyfftgl import planner
     from pyfftgl.backends import vulkan_transfers as vt
     dev = get_device("vulkan")
     data = np.random.default_rng(7).standard_normal(4096).astype(np.float32)
     a, b, c, d = (dev.buffer(data.nbytes) for _ in range(4))
-    spirv = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES).spirv
+    spirv = kernels.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES).spirv
     base = dev.manager.algorithm([a.tensor, b.tensor], spirv, [4, 1, 1], np.zeros(0, np.uint32),
                               np.zeros(len(planner.PUSH_NAMES), np.uint32))
     like = dev.manager.algorithm_like(base, [c.tensor, d.tensor], [4, 1, 1])
@@ -112,18 +115,19 @@ def test_vulkan_submissions_record_their_own_barriers(uploads):
     that also waits for every earlier submission's dispatches, one between dependent dispatches,
     and none after the last; and the chain still computes right, run twice (the second run
     ordered after the first)."""
-    from pyfftgl import _kp as kp
+    from pyfftgl.backends.vulkan import kompute
+    kp = kompute()
 
     from pyfftgl import planner
     from pyfftgl.backends.base import Dispatch
     dev = get_device("vulkan")
     data = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
     a, b, c = (dev.buffer(data.nbytes) for _ in range(3))
-    prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
+    prog = kernels.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
     chain = [Dispatch(prog, (4, 1, 1), np.array([1024, 0, 0, 0, 0, 0], np.uint32), (src, dst))
              for src, dst in [(a, b), (b, c)]]
     sub = dev.record(chain, uploads=[a] if uploads else ())
-    kinds = [type(op) for op in sub._ops]
+    kinds = [type(op) for op in sub.ops()]
     assert kinds == [kp.OpTensorSyncDevice] * uploads + [
         kp.OpMemoryBarrier, kp.OpAlgoDispatch, kp.OpMemoryBarrier, kp.OpAlgoDispatch]
     if not uploads:
@@ -187,29 +191,29 @@ def test_gl_vulkan_memory_can_be_turned_off():
 @pytest.mark.quick
 def test_spirv_cache_by_source_hash(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
-    src = shaders.assemble("stockham.comp", {
+    src = kernels.assemble("stockham.comp", {
         "N": "8u", "NUM_STAGES": 1, "THREADS": 1, "LINES": 64, "MAX_RADIX": 8, "REGS": 8,
         "INVERSE": 0, "SCALE": "1.0", "FFT_STAGES": "STAGE(8u, 1u, 0u, true, true, 0u)"}, "vulkan")
-    spv = shaders.compile_spirv(src)
+    spv = kernels.compile_spirv(src)
     assert spv[:4] == b"\x03\x02\x23\x07"  # the SPIR-V magic number, little-endian
     cached = list((tmp_path / "spirv").glob("*.spv"))
     assert len(cached) == 1 and cached[0].read_bytes() == spv
-    assert shaders.compile_spirv(src) == spv
+    assert kernels.compile_spirv(src) == spv
 
 
 @pytest.mark.quick
 def test_compile_errors_are_reported():
-    with pytest.raises(shaders.ShaderCompileError, match="needs N"):
-        shaders.compile_spirv(shaders.assemble("stockham.comp", {}, "vulkan"))
-    with pytest.raises(shaders.ShaderCompileError):
-        get_device("gl").program(shaders.assemble("stockham.comp", {}, "gl"))
+    with pytest.raises(kernels.ShaderCompileError, match="needs N"):
+        kernels.compile_spirv(kernels.assemble("stockham.comp", {}, "vulkan"))
+    with pytest.raises(kernels.ShaderCompileError):
+        get_device("gl").program(kernels.assemble("stockham.comp", {}, "gl"))
 
 
 @pytest.mark.quick
 def test_kernels_ship_with_the_package():
-    d = shaders.shader_dir()
+    d = kernels.shader_dir()
     assert (d / "stockham.comp").exists() and (d / "common.glsl").exists()
-    assert "#include" not in shaders.kernel_text("stockham.comp")
+    assert "#include" not in kernels.kernel_text("stockham.comp")
 
 
 def test_cli_info_reports_both_backends():
@@ -225,14 +229,14 @@ def test_the_vulkan_query_instance_is_made_once_and_kept(monkeypatch):
     # is destroyed: making the Vulkan device, which looks at the devices first, broke a GL
     # context made before it (the caller's and the GL backend's: "cannot create texture",
     # eglMakeCurrent EGL_BAD_CONTEXT). So the instance those looks use lives with the process.
-    from pyfftgl.backends import _vkinfo
-    made, real = [], _vkinfo.open_instance
-    monkeypatch.setattr(_vkinfo, "open_instance", lambda lib: made.append(1) or real(lib))
-    lib = _vkinfo.load_library()
-    with _vkinfo.instance(lib) as (first, _):
+    from pyfftgl.backends import vkinfo as vkinfo
+    made, real = [], vkinfo.open_instance
+    monkeypatch.setattr(vkinfo, "open_instance", lambda lib: made.append(1) or real(lib))
+    lib = vkinfo.load_library()
+    with vkinfo.instance(lib) as (first, _):
         assert first is not None
-    assert _vkinfo.physical_devices() == _vkinfo.physical_devices()
-    with _vkinfo.instance(lib) as (again, _):
+    assert vkinfo.physical_devices() == vkinfo.physical_devices()
+    with vkinfo.instance(lib) as (again, _):
         assert again.value == first.value
     assert len(made) <= 1  # none where an earlier test of this process made it
 

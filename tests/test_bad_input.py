@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pyfftgl
-import pyfftgl._api
+import pyfftgl.numpy_fft
 
 from conftest import assert_accurate, random_complex
 
@@ -119,7 +119,7 @@ def _call(module, name, a, kwargs):
 def no_gpu_work(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("GPU work started for invalid input")
-    monkeypatch.setattr(pyfftgl._api, "cached_steps_plan", refuse)
+    monkeypatch.setattr(pyfftgl.numpy_fft, "cached_steps_plan", refuse)
 
 
 def test_at_least_forty_distinct_bad_inputs():
@@ -255,7 +255,7 @@ def test_device_array_bad_out_and_closed_arrays(backend, monkeypatch):
     wrong_dtype = pyfftgl.asarray(np.zeros((4, 32), np.float32), backend=backend)
     closed = pyfftgl.asarray(x, backend=backend)
     closed.close()
-    monkeypatch.setattr(pyfftgl._api, "cached_steps_plan", lambda *a, **k: pytest.fail("GPU"))
+    monkeypatch.setattr(pyfftgl.numpy_fft, "cached_steps_plan", lambda *a, **k: pytest.fail("GPU"))
     cases = [
         (lambda: pyfftgl.fft(d, out=wrong_shape), ValueError, "wrong shape or dtype"),
         (lambda: pyfftgl.fft(d, out=wrong_dtype), ValueError, "wrong shape or dtype"),

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from pyfftgl import bench, planner, shaders
+from pyfftgl import bench, planner, kernels
 from pyfftgl.backends import get_device
 from pyfftgl.backends.base import Dispatch
 
@@ -21,7 +21,7 @@ def test_copy_kernel_copies(backend):
     dev = get_device(backend)
     data = np.arange(4096, dtype=np.float32)
     src, dst = dev.buffer(data.nbytes, data), dev.buffer(data.nbytes)
-    prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
+    prog = kernels.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
     dev.record([Dispatch(prog, (4, 1, 1), np.array([1024, 0, 0, 0, 0, 0], np.uint32),
                          (src, dst))]).run()
     assert np.array_equal(dev.read(dst, 4096), data)
@@ -196,14 +196,14 @@ def test_library_path_imports_no_diagnostics():
 
 
 def test_dct_and_convolution_cases(tmp_path, capsys):
-    from pyfftgl.bench import realtransforms
-    names = [c["name"] for c in realtransforms.cases(quick=False)]
+    from pyfftgl.bench import dct_conv
+    names = [c["name"] for c in dct_conv.cases(quick=False)]
     assert names == ["dctn type 2 1024^2", "dctn type 2 4096^2", "idctn type 2 1024^2",
                      "idctn type 2 4096^2", "fftconvolve 2048^2 * 31^2 same",
                      "fftconvolve 2048^2 * 257^2 same"]
     tiny = [dict(name="idctn type 2 16^2", fn="idctn", n=16),
             dict(name="fftconvolve 16^2 * 3^2 same", fn="fftconvolve", n=16, k=3)]
-    records = realtransforms.run(backends=("vulkan",), calls=5, out_dir=tmp_path, only=tiny)
+    records = dct_conv.run(backends=("vulkan",), calls=5, out_dir=tmp_path, only=tiny)
     assert [r["case"] for r in records] == [c["name"] for c in tiny]
     for r in records:  # timed, and the result checked against scipy
         assert r["gpu_ms"] > 0 and r["loop_us"] > 0 and r["rel_l2_vs_scipy"] < 1e-6

@@ -28,7 +28,7 @@ def client():
 
 def _opened_devices():
     from pyfftgl import backends
-    return os.getpid(), sorted(backends._devices)
+    return os.getpid(), backends.opened()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -67,8 +67,8 @@ def test_worker_env_pins_the_vulkan_device(client):
         from pyfftgl import get_device
         return os.environ["PYFFTGL_VULKAN_DEVICE"], get_device("vulkan").info.name
 
-    from pyfftgl.backends import _vkinfo
-    listed = _vkinfo.physical_devices()
+    from pyfftgl.backends import vkinfo
+    listed = vkinfo.physical_devices()
     assert set(client.run(pinned).values()) == {("0", listed[0]["device_name"])}
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pyfftgl
-from pyfftgl import planner, shaders
+from pyfftgl import planner, kernels
 from pyfftgl.backends import get_device
 from pyfftgl.backends.base import Dispatch
 from pyfftgl.backends.gldebug import expected_errors
@@ -24,7 +24,7 @@ from conftest import assert_accurate
 def test_gl_refused_dispatch_raises_device_error_and_device_stays_usable():
     dev = get_device("gl")
     buf = dev.buffer(64)
-    program = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
+    program = kernels.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
     too_many = dev.info.limits.max_group_count[0] + 1  # glDispatchCompute: GL_INVALID_VALUE
     sub = dev.record([Dispatch(program, (too_many, 1, 1), np.zeros(6, np.uint32), (buf, buf))])
     with expected_errors():  # the driver's refusal, which GL's debug output also reports

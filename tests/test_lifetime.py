@@ -97,8 +97,8 @@ def _state(backend, names_upto=0):
     dev = get_device(backend)
     state = {"rss": _rss(), "live": dict(dev.live)}
     if backend == "vulkan":  # bindings kept, and the keys that find them; pipelines made
-        state["algorithms"] = len(dev._algorithms)
-        state["keys"] = sum(len(keys) for keys in dev._keys_of.values())
+        state["algorithms"] = dev.stats()["algorithms"]
+        state["keys"] = dev.stats()["keys"]
         state["pipelines"] = dev.pipelines_made
     if names_upto:
         state["names"] = _gl_names(dev, names_upto)
@@ -161,7 +161,7 @@ def test_vulkan_makes_one_pipeline_per_program_whatever_buffers_it_binds():
                     pyfftgl.asarray(x, backend="vulkan") as out:
                 p(src, out=out)
         _settle("vulkan")
-        made, bound = dev.pipelines_made, len(dev._algorithms)
+        made, bound = dev.pipelines_made, dev.stats()["algorithms"]
         for i in range(4):
             with pyfftgl.asarray(x * (i + 1), backend="vulkan") as src, \
                     pyfftgl.asarray(x, backend="vulkan") as out:
@@ -169,7 +169,7 @@ def test_vulkan_makes_one_pipeline_per_program_whatever_buffers_it_binds():
                 assert_accurate(out.get(), ref * (i + 1), 24)
         _settle("vulkan")
         assert dev.pipelines_made == made
-        assert len(dev._algorithms) == bound
+        assert dev.stats()["algorithms"] == bound
 
 
 def test_texture_fft_cycles_return_to_baseline():

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from pyfftgl import planner, shaders
+from pyfftgl import planner, kernels
 from pyfftgl.limits import Limits
 from pyfftgl.planner import element_limits
 from regen_snapshot import C2C, C2R, GPU, R2C, SNAPSHOT, SOFT, limits_sets, snapshot, sweep
@@ -661,13 +661,13 @@ def test_plans_take_the_tuned_shapes_the_wisdom_names(lname):
 def test_kernels_declare_the_constants_python_uses():
     # abi.py is the Python side of what the kernels spell out in GLSL
     for kernel in ("stockham.comp", "realfft.comp", "copy.comp"):
-        decl = re.search(r"^PUSH_CONSTANTS\((.*?)\)\n", shaders.kernel_text(kernel),
+        decl = re.search(r"^PUSH_CONSTANTS\((.*?)\)\n", kernels.kernel_text(kernel),
                          re.M | re.S).group(1)
         assert tuple(re.findall(r"uint (\w+);", decl)) == planner.PUSH_NAMES, kernel
-    real = shaders.kernel_text("realfft.comp")
+    real = kernels.kernel_text("realfft.comp")
     assert f"#define GROUP {planner.REALFFT_GROUP}\n" in real and "local_size_x = GROUP," in real
     assert "* uint(GROUP) +" in real
-    stockham = shaders.kernel_text("stockham.comp")
+    stockham = kernels.kernel_text("stockham.comp")
     assert f"#if THREADS * LINES > {planner.MAX_WORKGROUP_INVOCATIONS}" in stockham
     assert "FOURSTEP_LO_LEN" in stockham
 

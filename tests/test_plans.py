@@ -88,7 +88,7 @@ def test_plan_takes_the_jobs_the_function_runs(monkeypatch, kind, shape, dtype, 
     # No GPU: each submission the function makes runs in numpy float64 by what its steps mean
     # (planner.Step), so the function's result shows its jobs are right, independently of how
     # _jobs derives them; Plan builds its device plans for exactly those submissions.
-    from pyfftgl import _api
+    from pyfftgl import numpy_fft
     ran, built = [], []
 
     def run(x, steps, backend):
@@ -98,8 +98,8 @@ def test_plan_takes_the_jobs_the_function_runs(monkeypatch, kind, shape, dtype, 
     def build(shape, steps, backend, precision):
         built.append((shape, tuple(steps)))
         return types.SimpleNamespace(cache_key=len(built))  # what Plan keeps of a device plan
-    monkeypatch.setattr(_api, "_run", run)
-    monkeypatch.setattr(_api, "cached_steps_plan", build)
+    monkeypatch.setattr(numpy_fft, "run_steps", run)
+    monkeypatch.setattr(numpy_fft, "cached_steps_plan", build)
     a = np.random.default_rng(sum(shape)).standard_normal(shape)
     if np.dtype(dtype).kind == "c":
         a = a + 1j * np.random.default_rng(len(shape)).standard_normal(shape)

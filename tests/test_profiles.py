@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import pyfftgl
-from pyfftgl import planner, profiles, shaders
+from pyfftgl import planner, profiles, kernels
 from pyfftgl.backends import get_device
 from pyfftgl.backends.base import BackendUnavailable, PrecisionUnavailable
 from pyfftgl.planner import RealPass, Step
@@ -165,7 +165,7 @@ def test_large_profiles_compile_to_valid_spirv(tmp_path):
             for key in spec.tables():
                 offsets[key], at = at, at + build_table(key, np.complex64).size
             for q in spec.passes:
-                sources.setdefault(shaders.assemble(q.kernel, q.defines(offsets), "vulkan"),
+                sources.setdefault(kernels.assemble(q.kernel, q.defines(offsets), "vulkan"),
                                    (p.name, case))
                 most_shared[p.name] = max(most_shared.get(p.name, 0),
                                           getattr(q, "shared_bytes", 0))
@@ -176,7 +176,7 @@ def test_large_profiles_compile_to_valid_spirv(tmp_path):
     assert len(sources) >= 20
     for i, (source, where) in enumerate(sources.items()):
         path = tmp_path / f"{i}.spv"
-        path.write_bytes(shaders.compile_spirv(source))
+        path.write_bytes(kernels.compile_spirv(source))
         out = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)],
                              capture_output=True, text=True)
         assert out.returncode == 0, (where, out.stdout + out.stderr)

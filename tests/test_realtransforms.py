@@ -5,7 +5,7 @@ import scipy.fft
 
 import pyfftgl
 from pyfftgl.planner import prime_factors
-from pyfftgl.planner.realtransforms import R2RAxis, fft_shape, plan_r2r
+from pyfftgl.planner.r2r import R2RAxis, fft_shape, plan_r2r
 from conftest import EPS32, share
 
 EPS64 = float(np.finfo(np.float64).eps)
@@ -247,7 +247,7 @@ def test_out_receives_a_device_result(backend):
 def test_fused_axes_match_separate_passes():
     """Between two axes the post pass runs inside the next pre pass: one pass fewer, the same
     numbers as the separate passes."""
-    from pyfftgl._realtransforms import R2RPlan
+    from pyfftgl.dctdst import R2RPlan
     device = pyfftgl.get_device("vulkan")
     x = np.random.default_rng(5).standard_normal((6, 10)).astype(np.float32)
     d = pyfftgl.asarray(x, backend=device)

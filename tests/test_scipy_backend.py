@@ -106,14 +106,14 @@ def test_serves_the_dct_family():
 @pytest.mark.parametrize("name", ["dct", "rfft"])
 def test_an_internal_error_reaches_the_caller(monkeypatch, name):
     """Once the arguments pass, a failure inside is the caller's: never a silent CPU result."""
-    from pyfftgl import _api, _realtransforms
+    from pyfftgl import numpy_fft, dctdst
 
     def broken(*args, **kwargs):
         raise ValueError("injected failure inside the transform")
     if name == "dct":
-        monkeypatch.setattr(_realtransforms.R2RPlan, "run", broken)
+        monkeypatch.setattr(dctdst.R2RPlan, "host_call", broken)
     else:
-        monkeypatch.setattr(_api, "_execute", broken)
+        monkeypatch.setattr(numpy_fft, "execute_call", broken)
     x = np.ones(8, np.float32)
     with scipy.fft.set_backend(backend_module):  # scipy's own backend behind it
         with pytest.raises(ValueError, match="injected failure"):

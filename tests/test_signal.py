@@ -133,7 +133,7 @@ def test_fftconvolve_reuses_one_plan_per_shape(backend):
     before = ps.convolve_cache.stats()
     x = rng.standard_normal((3, 20, 18)) + 1j * rng.standard_normal((3, 20, 18))
     for mode in MODES:
-        for i in range(3):
+        for _ in range(3):
             k = rng.standard_normal((1, 5, 4))
             close(ps.fftconvolve(x, k, mode, axes=(1, 2), backend=backend),
                   scipy.signal.fftconvolve(x, k, mode, axes=(1, 2)), 1e-12)

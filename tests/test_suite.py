@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pyfftgl import shaders, wisdom
+from pyfftgl import kernels, wisdom
 from pyfftgl.backends import get_device
 
 from conftest import BACKENDS
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.quick
 
 def test_the_suite_runs_with_its_own_cache_folder(monkeypatch, tmp_path):
     suite = Path(__file__).resolve().parent.parent / ".test-cache"
-    assert shaders.cache_dir() == suite and os.environ["PYFFTGL_CACHE_DIR"] == str(suite)
+    assert kernels.cache_dir() == suite and os.environ["PYFFTGL_CACHE_DIR"] == str(suite)
     opened = {b: get_device(b).info for b in BACKENDS}
     # the tuned shapes the devices opened with are the shipped ones alone: none of a user's
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))  # an empty cache: shipped wisdom only

@@ -62,12 +62,12 @@ def test_webgpu_tier(adapter):
 @pytest.mark.quick
 @pytest.mark.parametrize("kernel", ["stockham.comp", "realfft.comp", "dct.comp", "signal.comp"])
 def test_naga_spelling_keeps_doubles_exact_and_lexes(kernel):
-    from pyfftgl import shaders
-    src = shaders.webgpu_source(shaders.assemble(kernel, {"PRECISION": 64}, "webgpu"), naga=True)
+    from pyfftgl import kernels
+    src = kernels.webgpu_source(kernels.assemble(kernel, {"PRECISION": 64}, "webgpu"), naga=True)
     assert not re.search(r"\dlf\b", src) and "[[unroll]]" not in src
     assert not re.search(r'^\s*#error\s+"', src, re.M)
     for text in ("0.70710678118654752440", "0.92387953251128675613", "1.2345678901234567e-07"):
         parts = [float(np.float32(p)) for p in re.findall(r"double\(([^)]+)\)",
-                                                           shaders.webgpu_source(
+                                                           kernels.webgpu_source(
                                                                f"x = {text}lf;", naga=True))]
         assert len(parts) == 3 and (parts[0] + parts[1]) + parts[2] == float(text)

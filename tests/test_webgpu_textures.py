@@ -1,4 +1,5 @@
-"""pyfftgl.webgpu.TextureFFT on the caller's wgpu device and textures, against numpy in float64.
+"""pyfftgl.wgpu_textures.TextureFFT on the caller's wgpu device and textures, against numpy
+in float64.
 
 The WebGPU tier (test_webgpu.py) runs this module on wgpu's Vulkan adapter (lavapipe) and its GL
 adapter (llvmpipe); the main suite keeps one quick test. Array textures and rg32float results
@@ -12,7 +13,7 @@ from conftest import assert_accurate
 
 wgpu = pytest.importorskip("wgpu")
 from pyfftgl.backends import wgpuinfo  # noqa: E402
-import pyfftgl.webgpu as pw  # noqa: E402
+import pyfftgl.wgpu_textures as pw  # noqa: E402
 
 TIER = "webgpu" in os.environ.get("PYFFTGL_TEST_BACKENDS", "")
 tier_only = pytest.mark.skipif(not TIER, reason="the WebGPU tier runs it (test_webgpu.py)")

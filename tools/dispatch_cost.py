@@ -35,12 +35,12 @@ void main() {
 
 def backend_chain(k: int = 200) -> None:
     """Dependent dispatches of copy.comp as pyfftgl records a plan's passes, per API."""
-    from pyfftgl import planner, shaders
+    from pyfftgl import planner, kernels
     from pyfftgl.backends import available
     from pyfftgl.backends.base import Dispatch
     from pyfftgl.bench import best_of, random_fill
     for name, dev in available(echo=lambda *_: None):
-        prog = shaders.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
+        prog = kernels.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
         for groups in (1, 2048):
             count = 256 * groups  # vec4s
             a, b = dev.buffer(16 * count), dev.buffer(16 * count)

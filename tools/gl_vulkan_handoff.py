@@ -28,7 +28,7 @@ from render_bench import loop_ms  # noqa: E402
 from pyfftgl.backends import _vkinfo  # noqa: E402
 from pyfftgl.backends import _vkmemory as vm  # noqa: E402
 from pyfftgl.backends.gl_context import gl_proc  # noqa: E402
-from pyfftgl.shaders import compile_spirv  # noqa: E402
+from pyfftgl.kernels import compile_spirv  # noqa: E402
 
 # vulkan_core.h, GL_EXT_semaphore_fd
 _OPAQUE_FD, _EXPORT_SEMAPHORE_CREATE_INFO, _GL_HANDLE_OPAQUE_FD = 1, 1000077000, 0x9586

@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from plan_dump import SOFT, c2c, c2r, r2c, table_offsets  # noqa: E402
 
-from pyfftgl import planner, shaders  # noqa: E402
+from pyfftgl import planner, kernels  # noqa: E402
 
 CASES = [((4, 1024), [c2c(1)]), ((4, 1009), [c2c(1)]), ((2, 2**20), [c2c(1)]),
          ((1024, 512), [r2c(1, 1024), c2c(0)]), ((8, 1025), [c2r(1, 2048)])]
@@ -28,7 +28,7 @@ def kernel_sources() -> list[str]:
     for shape, steps in CASES:
         spec = planner.plan_steps(shape, steps, SOFT)
         offsets, _ = table_offsets(spec)
-        out += [shaders.assemble(p.kernel, p.defines(offsets), "vulkan") for p in spec.passes]
+        out += [kernels.assemble(p.kernel, p.defines(offsets), "vulkan") for p in spec.passes]
     return list(dict.fromkeys(out))
 
 

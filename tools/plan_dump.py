@@ -11,7 +11,7 @@ import hashlib
 import json
 import sys
 
-from pyfftgl import planner, shaders, wisdom
+from pyfftgl import planner, kernels, wisdom
 from pyfftgl.limits import Limits
 
 GPU = Limits(49152, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 2**32 - 1)
@@ -85,9 +85,9 @@ def dump_spec(spec, limits) -> dict:
         groups = planner.split_groups(p.groups(spec.units), limits.max_group_count)
         passes.append({
             "kernel": p.kernel, "src_buf": p.src_buf, "dst_buf": p.dst_buf,
-            "source_vulkan": shaders.assemble(p.kernel, defines, "vulkan"),
+            "source_vulkan": kernels.assemble(p.kernel, defines, "vulkan"),
             "source_gl_sha": hashlib.sha256(
-                shaders.assemble(p.kernel, defines, "gl").encode()).hexdigest(),
+                kernels.assemble(p.kernel, defines, "gl").encode()).hexdigest(),
             "dispatches": [{"grid": [gx, gy], "push": list(p.push(spec.units, base))}
                            for base, gx, gy in groups]})
     return {"units": spec.units, "chunks": spec.chunks, "buffers": [list(b) for b in spec.buffers],

@@ -63,6 +63,12 @@ def get_device(backend: str | Device | None = None) -> Device:
         raise BackendUnavailable("no usable pyfftgl backend. " + "; ".join(reasons))
 
 
+def opened() -> list[str]:
+    """The names of the backends whose device this process has opened (and not lost)."""
+    with _lock:
+        return sorted(_devices)
+
+
 def forget(device: Device) -> None:
     """Retire a lost device: the next call that names its backend opens a new one."""
     with _lock:

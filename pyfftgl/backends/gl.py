@@ -334,7 +334,7 @@ class GLDevice(Device):
         return lambda: context.defer(run)
 
     def _program(self, source, push_names):
-        from ..shaders import ShaderCompileError
+        from ..kernels import ShaderCompileError
         with self.current():
             try:
                 shader = self.ctx.compute_shader(source)

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import shaders, wisdom
+from .. import kernels, wisdom
 from . import _vkinfo
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Limits, Program,
                    Submission)
@@ -158,23 +158,51 @@ class VkSubmission(Submission):
         return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
 
 
+def _driver_info(props: dict) -> DeviceInfo:
+    """The DeviceInfo of a physical device as _vkinfo reports it."""
+    return DeviceInfo(
+        api="vulkan",
+        name=props["device_name"],
+        driver=f"driver {props['driver_version']:#x} (vendor {props['vendor_id']:#06x})",
+        api_version=props["api_version"],
+        limits=Limits(
+            max_shared_bytes=props["max_compute_shared_memory_size"],
+            max_invocations=props["max_compute_work_group_invocations"],
+            max_group_size=tuple(props["max_compute_work_group_size"]),
+            max_group_count=tuple(props["max_compute_work_group_count"]),
+            max_buffer_bytes=props["max_storage_buffer_range"],
+            max_texture_size=props["max_image_dimension_2d"],
+            tuned=wisdom.load(props["device_name"], "vulkan"),
+        ),
+        is_software=props["device_type"] == "cpu",
+        float64=props["shader_float64"],
+    )
+
+
+def kompute():
+    """The patched Kompute binding, pyfftgl._kp (tools/kp_patch.py): for diagnostics and the
+    tests of its patches; BackendUnavailable, saying how to get it, where it is missing."""
+    try:
+        from .. import _kp as kp
+    except ImportError as e:
+        # setup.py leaves this note where it skipped the build (no compiler or headers)
+        note = Path(__file__).resolve().parent.parent / "kp_build_skipped.txt"
+        if note.is_file():
+            raise BackendUnavailable(
+                f"pyfftgl was installed without its compiled Kompute module (pyfftgl._kp): "
+                f"{note.read_text().strip()}; install those and reinstall pyfftgl for "
+                "Vulkan (the GL and WebGPU backends need neither)") from e
+        raise BackendUnavailable(
+            f"the Vulkan backend needs pyfftgl's compiled Kompute module, pyfftgl._kp, "
+            f"which failed to import ({e}); pip builds it when it installs pyfftgl from "
+            "source (a C++ compiler and the Vulkan headers: Debian's g++ and libvulkan-dev), "
+            "and `make setup` does in a clone") from e
+    return kp
+
+
 class VulkanDevice(Device):
     def __init__(self):
-        try:
-            from .. import _kp as kp
-        except ImportError as e:
-            # setup.py leaves this note where it skipped the build (no compiler or headers)
-            note = Path(__file__).resolve().parent.parent / "kp_build_skipped.txt"
-            if note.is_file():
-                raise BackendUnavailable(
-                    f"pyfftgl was installed without its compiled Kompute module (pyfftgl._kp): "
-                    f"{note.read_text().strip()}; install those and reinstall pyfftgl for "
-                    "Vulkan (the GL and WebGPU backends need neither)") from e
-            raise BackendUnavailable(
-                f"the Vulkan backend needs pyfftgl's compiled Kompute module, pyfftgl._kp, "
-                f"which failed to import ({e}); pip builds it when it installs pyfftgl from "
-                "source (a C++ compiler and the Vulkan headers: Debian's g++ and libvulkan-dev), "
-                "and `make setup` does in a clone") from e
+        kp = kompute()
         if not (hasattr(kp, "OpMemoryBarrier") and hasattr(kp.Sequence, "record_timestamp")
                 and hasattr(kp.Manager, "algorithm_like")
                 and hasattr(kp.Sequence, "is_done")):
@@ -204,23 +232,7 @@ class VulkanDevice(Device):
                 raise BackendUnavailable(f"PYFFTGL_VK_MAX_ALLOCATIONS={cap!r} is not a count")
             self.manager.memory_pool_limit(int(cap))
         self.timestamp_period = props["timestamp_period"]
-        self.driver_info = DeviceInfo(
-            api="vulkan",
-            name=props["device_name"],
-            driver=f"driver {props['driver_version']:#x} (vendor {props['vendor_id']:#06x})",
-            api_version=props["api_version"],
-            limits=Limits(
-                max_shared_bytes=props["max_compute_shared_memory_size"],
-                max_invocations=props["max_compute_work_group_invocations"],
-                max_group_size=tuple(props["max_compute_work_group_size"]),
-                max_group_count=tuple(props["max_compute_work_group_count"]),
-                max_buffer_bytes=props["max_storage_buffer_range"],
-                max_texture_size=props["max_image_dimension_2d"],
-                tuned=wisdom.load(props["device_name"], "vulkan"),
-            ),
-            is_software=props["device_type"] == "cpu",
-            float64=props["shader_float64"],
-        )
+        self.driver_info = _driver_info(props)
         self._held: list[tuple[VkSubmission, tuple]] = []  # calls queued, not yet submitted
         # (reads, writes) of the dispatches queued since the last barrier, None where unknown (a
         # transfer or a call of other ops came last): what a call without its leading barrier
@@ -244,6 +256,15 @@ class VulkanDevice(Device):
         self._algorithms: dict[tuple, object] = {}
         self._keys_of: dict[int, set] = {}  # id of a buffer or program -> its keys above
         self.transfers = VulkanTransfers(self.manager, self.touched_all)  # writes and reads
+
+    def stats(self) -> dict:
+        """What the device holds, for tests and profilers: "algorithms" (kp algorithms kept,
+        one per program, grid and buffers bound), "keys" (the keys that find them, by buffer
+        and program), "held" (calls queued while the GPU is busy, not yet submitted),
+        "pipelines" (kp pipelines made), "submissions" (vkQueueSubmit calls of queued calls)."""
+        return {"algorithms": len(self._algorithms),
+                "keys": sum(len(k) for k in self._keys_of.values()), "held": len(self._held),
+                "pipelines": self.pipelines_made, "submissions": self.submissions}
 
     # Calls held back at most, while the GPU is busy, before they are submitted together.
     HOLD = 16
@@ -349,7 +370,7 @@ class VulkanDevice(Device):
         self.wait_all()
 
     def _program(self, source, push_names):
-        return self._track(VkProgram(shaders.compile_spirv(source), push_names))
+        return self._track(VkProgram(kernels.compile_spirv(source), push_names))
 
     def _track(self, obj):
         """Forget the algorithms bound to `obj` (a buffer or program) when it is collected."""

@@ -1,11 +1,11 @@
 """WebGPU backend through wgpu-py: Metal, Direct3D 12, Vulkan or GL underneath (wgpuinfo).
 
 Programs are the Vulkan GLSL of shaders/, read by naga (wgpu's shader translator) as GLSL
-(shaders.webgpu_source spells it for naga: no compiler needed) where no glslang is installed
+(kernels.webgpu_source spells it for naga: no compiler needed) where no glslang is installed
 or with PYFFTGL_WEBGPU_SPIRV=0, else (and where naga_refuses) compiled to SPIR-V by glslang
 first; trusted modules
 (wgpuinfo.shader_module). Push constants are wgpu's immediates where the adapter offers them,
-else a uniform buffer (set 1, binding 0: shaders.webgpu_source's `uniform`). A recorded
+else a uniform buffer (set 1, binding 0: kernels.webgpu_source's `uniform`). A recorded
 submission is encoded anew at each run (a WebGPU command buffer is submitted once): one command
 encoder, one compute pass and one queue submission for the calls queued since the last, which
 are held (at most HOLD) until the host waits or flushes, since each submission costs more than a
@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from .. import shaders, wisdom
+from .. import kernels, wisdom
 from ..lru import LRU
 from ..planner import IMAGE_FORMATS
 from . import wgpuinfo
@@ -59,7 +59,7 @@ class WgpuProgram(Program):
 class WgpuImage(Image):
     """A 2D texture (the caller's or a plan's), or one layer of an array texture, as an image a
     kernel binds: a view of it. Read images are sampled textures (textureLoad), written ones
-    write-only storage textures (shaders.webgpu_source binds them)."""
+    write-only storage textures (kernels.webgpu_source binds them)."""
 
     def __init__(self, texture, layer: int = 0):
         inverse = {v: k for k, v in TEXTURE_FORMATS.items()}
@@ -142,7 +142,7 @@ class WebGPUDevice(Device):
         # slower on NVIDIA (docs/performance.md); its GLSL route serves where none is (macOS,
         # Windows), and PYFFTGL_WEBGPU_SPIRV=0 or 1 forces either.
         forced = os.environ.get(wgpuinfo.SPIRV_ENV, "")
-        self.spirv = forced == "1" or (forced != "0" and shaders.has_compiler())
+        self.spirv = forced == "1" or (forced != "0" and kernels.has_compiler())
         self.immediates = ("immediates" in self.features
                            and os.environ.get(wgpuinfo.UNIFORM_ENV, "") != "1")
         self.float16 = "shader-f16" in self.features  # fp16 storage: no kernel uses it yet
@@ -192,10 +192,10 @@ class WebGPUDevice(Device):
 
     def _program(self, source, push_names):
         spirv = self.spirv or naga_refuses(source, self.glsl_barriers)
-        source = shaders.webgpu_source(source, uniform=bool(push_names) and not self.immediates,
+        source = kernels.webgpu_source(source, uniform=bool(push_names) and not self.immediates,
                                        naga=not spirv)
         try:
-            code = shaders.compile_spirv(source) if spirv else source
+            code = kernels.compile_spirv(source) if spirv else source
             module = wgpuinfo.shader_module(self.dev, code, "pyfftgl.comp", self.checked)
         except self.wgpu.GPUError as e:
             raise self.failure("making a shader module (naga)", e) from e
@@ -216,15 +216,15 @@ class WebGPUDevice(Device):
         stage = wgpu.ShaderStage.COMPUTE
         entries = [{"binding": i, "visibility": stage, "buffer": {"type": "storage"}}
                    for i in bound]
-        entries += [{"binding": shaders.TEXTURE_BINDING0 + i, "visibility": stage,
+        entries += [{"binding": kernels.TEXTURE_BINDING0 + i, "visibility": stage,
                      "texture": {"sample_type": "unfilterable-float", "view_dimension": "2d"}}
                     for i in range(reads)]
-        entries += [{"binding": shaders.STORAGE_BINDING0 + i, "visibility": stage,
+        entries += [{"binding": kernels.STORAGE_BINDING0 + i, "visibility": stage,
                      "storage_texture": {"access": "write-only", "format": f,
                                          "view_dimension": "2d"}}
                     for i, f in enumerate(writes)]
-        if reads:  # the SPIR-V route's texelFetch names a sampler (shaders.webgpu_source)
-            entries.append({"binding": shaders.SAMPLER_BINDING, "visibility": stage,
+        if reads:  # the SPIR-V route's texelFetch names a sampler (kernels.webgpu_source)
+            entries.append({"binding": kernels.SAMPLER_BINDING, "visibility": stage,
                             "sampler": {"type": "non-filtering"}})
         layout = dev.create_bind_group_layout(entries=entries)
         layouts, size = [layout], 4 * len(program.push_names)
@@ -251,12 +251,12 @@ class WebGPUDevice(Device):
         entries = [{"binding": i, "resource": {"buffer": d.buffers[i].buf, "offset": 0,
                                                "size": _round4(d.buffers[i].nbytes)}}
                    for i in bound]
-        entries += [{"binding": shaders.TEXTURE_BINDING0 + i, "resource": m.view}
+        entries += [{"binding": kernels.TEXTURE_BINDING0 + i, "resource": m.view}
                     for i, m in enumerate(reads)]
-        entries += [{"binding": shaders.STORAGE_BINDING0 + i, "resource": m.view}
+        entries += [{"binding": kernels.STORAGE_BINDING0 + i, "resource": m.view}
                     for i, m in enumerate(written)]
         if reads:
-            entries.append({"binding": shaders.SAMPLER_BINDING, "resource": self._sampler()})
+            entries.append({"binding": kernels.SAMPLER_BINDING, "resource": self._sampler()})
         groups = [self.dev.create_bind_group(layout=layout, entries=entries)]
         push = np.ascontiguousarray(d.push, dtype=np.uint32)[: len(d.program.push_names)]
         if push.size and not self.immediates:

@@ -61,8 +61,8 @@ def cli(args) -> int:
                      save=not args.no_write)
         return 0 if found else 2
     if getattr(args, "dct", False):
-        from . import realtransforms
-        return realtransforms.cli(args)
+        from . import dct_conv
+        return dct_conv.cli(args)
     cases, loop = select_cases(args)
     records = run(cases, backends=args.backends, reps=args.repeat, cpu=not args.no_cpu,
                   out_dir=None if args.no_write else Path(args.out), per_pass=args.passes,

@@ -60,7 +60,7 @@ def run(cases: list[Case], backends=BACKENDS, reps: int = 5, cpu: bool = True,
     `per_pass`: also each pass's GPU time alone (pass_ms), summed over the plan's chunks.
     `loop`: names of cases also timed in a loop of at least `loop_calls` calls (timing.loop_us,
     against torch.fft's same loop), in the record's "loop" section."""
-    from .._api import plan as make_plan
+    from ..numpy_fft import plan as make_plan
     from .plot import loop_table
     records, date, commit = [], datetime.date.today().isoformat(), _commit()
     refs_cache: dict[str, dict] = {}

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .. import planner, shaders
+from .. import planner, kernels
 from ..backends.base import Dispatch
 
 
@@ -62,7 +62,7 @@ def copy_gbps(device, nbytes: int = 1 << 27, reps: int = 5) -> float:
 
 def _copy_submission(device, src, dst, count: int):
     """copy.comp moving `count` vec4s from src to dst, recorded as one submission."""
-    program = shaders.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
+    program = kernels.get_program(device, "copy.comp", {}, planner.PUSH_NAMES)
     # A workgroup reads and writes 256 vec4s: within the planner's budget of one dispatch too.
     return device.record([Dispatch(program, (gx, gy, 1),
                                    np.array([count, base, 0, 0, 0, 0], np.uint32), (src, dst))

@@ -231,8 +231,8 @@ def pipeline_statistics(spirv: bytes, push_bytes: int = 24, bindings: int = 3,
 def kernel_statistics(defines: dict, kernel: str = "stockham.comp",
                       device_index: int = 0) -> list[dict]:
     """pipeline_statistics of a pyfftgl kernel with `defines` (planner.PUSH_NAMES, 3 buffers)."""
-    from .. import planner, shaders
-    return pipeline_statistics(shaders.compile_spirv(shaders.assemble(kernel, defines, "vulkan")),
+    from .. import planner, kernels
+    return pipeline_statistics(kernels.compile_spirv(kernels.assemble(kernel, defines, "vulkan")),
                                4 * len(planner.PUSH_NAMES), 3, device_index)
 
 

@@ -26,7 +26,7 @@ rfftfreq = np.fft.rfftfreq
 fftshift = np.fft.fftshift
 ifftshift = np.fft.ifftshift
 
-def _run(x: np.ndarray, steps: tuple[Step, ...], backend) -> np.ndarray:
+def run_steps(x: np.ndarray, steps: tuple[Step, ...], backend) -> np.ndarray:
     """Run `steps` (planner.plan_steps) on the complex64 or complex128 C-contiguous x; returns
     the same dtype."""
     if x.size == 0:  # nothing to transform (an empty batch): numpy returns an empty result
@@ -135,7 +135,7 @@ def _finish(result: np.ndarray, out):
     return out
 
 
-def _execute(call: Call, arr: np.ndarray, backend, plans=None) -> np.ndarray:
+def execute_call(call: Call, arr: np.ndarray, backend, plans=None) -> np.ndarray:
     """Run a call's jobs on the host array `arr`; the result as numpy returns it. `plans`: the
     device plan of each job (a Plan's), else the cache's."""
     cdtype = v.complex_dtype(arr.dtype)
@@ -147,7 +147,7 @@ def _execute(call: Call, arr: np.ndarray, backend, plans=None) -> np.ndarray:
     for i, job in enumerate(call.jobs):
         plan = plans[i] if plans is not None else None
         x = job.upload(result)
-        result = plan.execute(x) if plan is not None else _run(x, job.steps, backend)
+        result = plan.execute(x) if plan is not None else run_steps(x, job.steps, backend)
     if call.reals_as_complex:
         result = result.view(v.real_of(cdtype))  # n/2 complex values are the n reals
     elif call.real_output:
@@ -169,7 +169,7 @@ def _call(kind, a, out, backend, **kwargs):
     _check_out(out, call.out_shape, call.out_dtype, call.ufunc)
     if not call.jobs:  # no axis to transform: numpy returns its input, as it is
         return _finish(np.asarray(a), out)
-    return _finish(_execute(call, arr, backend), out)
+    return _finish(execute_call(call, arr, backend), out)
 
 
 def _function(kind: str):
@@ -286,7 +286,7 @@ class Plan:
         if any(p.device.lost for p in self.device_plans):  # host data: on the backend's new device
             self._build()
         _check_out(out, self.out_shape, self.out_dtype, self._call.ufunc)
-        return _finish(_execute(self._call, v.as_array(a, self.kind), self.backend,
+        return _finish(execute_call(self._call, v.as_array(a, self.kind), self.backend,
                                 self._job_plans), out)
 
     __call__ = execute

