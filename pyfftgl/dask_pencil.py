@@ -21,10 +21,10 @@ import threading
 import numpy as np
 import dask
 
+from .kinds import KINDS, ONE_AXIS
 from . import numpy_fft
 
 DECOMPOSITIONS = ("auto", "slab", "pencil")
-ONE_AXIS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
 # An explicit per-block byte limit for every stage, when the caller does not pass max_block_bytes.
 BLOCK_BYTES_ENV = "PYFFTGL_DASK_MAX_BLOCK_BYTES"
 
@@ -189,7 +189,7 @@ def resolve_axes(name, shape, size, axes) -> tuple[tuple, dict]:
     if size is not None and len(size) != len(axes):
         raise ValueError("Shape and axes have different lengths.")
     target = {a: shape[a] for a in axes}
-    if name in ("irfft", "hfft", "irfftn", "irfft2"):
+    if KINDS[name].family == "c2r":
         target[axes[-1]] = 2 * (shape[axes[-1]] - 1)
     if size is not None:
         target.update({a: int(n) for a, n in zip(axes, size) if n is not None})
@@ -221,11 +221,11 @@ def _stage_call(name, axes_t, target, norm, one_axis):
 def stage_names(name: str, count: int) -> list[str]:
     """The pyfftgl function of each stage of transform `name`: rfftn's real axis in the first,
     irfftn's in the final, complex transforms in the others."""
-    base = "ifftn" if name in ("ifftn", "ifft2", "irfftn", "irfft2") else "fftn"
-    names = [base] * count
-    if name in ("rfftn", "rfft2"):
+    kind = KINDS[name]
+    names = ["ifftn" if kind.inverse else "fftn"] * count
+    if kind.family == "r2c":
         names[0] = "rfftn"
-    elif name in ("irfftn", "irfft2"):
+    elif kind.family == "c2r":
         names[-1] = "irfftn"
     return names
 
@@ -236,10 +236,10 @@ def plan_transform(x, name, axes, target, *, decomposition="auto", inverse=False
     slab or pencil one."""
     out_len = dict(target)
     first = last = None
-    if name in ("rfftn", "rfft2", "rfft", "ihfft"):
+    if KINDS[name].family == "r2c":
         first = axes[-1]
         out_len[first] = target[first] // 2 + 1
-    elif name in ("irfftn", "irfft2"):
+    elif KINDS[name].family == "c2r" and KINDS[name].nd:
         last = axes[-1]
     planner = Planner(x.shape, x.chunks, axes, out_len, first=first, last=last, inverse=inverse)
     d, blocks = choose_decomposition(decomposition, x.shape, x.chunks, axes, worker_count())
@@ -252,7 +252,7 @@ def plan_transform(x, name, axes, target, *, decomposition="auto", inverse=False
 def stages(x, name, axes, target, *, decomposition="auto"):
     """The stages of transform `name` of x: (chunks, axes, pyfftgl function, output dtype's
     kind: "complex" or "final") for each, in order."""
-    inverse = name in ("ifft", "ifftn", "ifft2", "irfft", "irfftn", "irfft2", "hfft")
+    inverse = KINDS[name].inverse
     planner = plan_transform(x, name, axes, target, decomposition=decomposition, inverse=inverse)
     names = [name] if name in ONE_AXIS else stage_names(name, len(planner.stages))
     kinds = ["complex"] * (len(names) - 1) + ["final"]

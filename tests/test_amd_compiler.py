@@ -88,7 +88,7 @@ def _texture_kernels(out: dict) -> None:
                                         (1,) * ("OUT_IMAGE" in d), (0,) * ("IN_IMAGE" in d)))
 
 
-def kernels() -> dict[str, tuple[str, int, tuple, tuple]]:
+def all_kernels() -> dict[str, tuple[str, int, tuple, tuple]]:
     """Vulkan source -> (where it comes from, bindings, which of them are storage images, which
     are samplers) of every distinct kernel."""
     out: dict = {}
@@ -103,7 +103,7 @@ def compile_all() -> dict:
     from pyfftgl.backends import vkinfo
     from pyfftgl.bench.vkstats import pipeline_statistics
     found = {}
-    for src, (what, bindings, images, samplers) in kernels().items():
+    for src, (what, bindings, images, samplers) in all_kernels().items():
         stats = pipeline_statistics(kernels.compile_spirv(src), 4 * len(planner.PUSH_NAMES),
                                     bindings, images=images, samplers=samplers)
         found[what] = [e["stats"] for e in stats]
