@@ -190,3 +190,28 @@ def element_dispatches(device, p, buffers) -> list[Dispatch]:
     prog = kernels.get_program(device, p.kernel, p.defines(), p.push_names)
     return [Dispatch(prog, (gx, gy, 1), np.array(p.push(base), np.uint32), tuple(buffers))
             for base, gx, gy in p.grids(device.info.limits)]
+
+
+class TextureSpectrum:
+    """A kernel's 2D spectrum on the GPU (a TextureFFT's spectrum(), ModernGL's or wgpu's):
+    `fields` complex values per element, 1 (applied to every field of an image) or 2 (one per
+    field of an rgba image)."""
+
+    def __init__(self, owner, buffer, fields: int):
+        self.owner, self.buffer, self.fields = owner, buffer, fields
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.owner.shape + ((2,) if self.fields == 2 else ())
+
+    def check(self) -> None:
+        """Raise where the spectrum's memory can no longer be read (a released context)."""
+
+    def get(self) -> np.ndarray:
+        """A host copy: complex64 of shape (height, width), or (height, width, 2) per field."""
+        self.check()
+        flat = self.owner.device.read(self.buffer, 2 * self.fields * self.owner.size)  # locks
+        return flat.view(np.complex64).reshape(self.shape)
+
+    def __repr__(self):
+        return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"

@@ -227,7 +227,7 @@ class PlanCache:
     def __init__(self, max_plans: int = 16, max_bytes: int = 1 << 30):
         # The most recent plan stays even when it alone exceeds max_bytes: dropping it would
         # rebuild it (allocation, pipelines) at every call of a loop over one large transform.
-        self._plans = LRU(max_plans, max_bytes, weigh=lambda p: p.nbytes,
+        self._plans = LRU(max_plans, max_bytes, weigh=lambda p: p.nbytes if p else 0,
                           keep=1 if max_plans > 0 else 0)
 
     max_plans = property(lambda self: self._plans.max_items)
@@ -259,8 +259,9 @@ class PlanCache:
         self._plans.clear()
 
     def forget_device(self, device) -> None:
-        """Drop the plans of `device` (a lost one)."""
-        self._plans.drop_where(lambda key, plan: plan.device is device)
+        """Drop the plans of `device` (a lost one); a key's first item is its device."""
+        self._plans.drop_where(lambda key, plan: key[0] is device
+                               or getattr(plan, "device", None) is device)
 
     def __len__(self):
         return len(self._plans)

@@ -15,9 +15,8 @@ from ._validate import complex_dtype
 from .backends import on_device_lost, on_profile_change
 from .device_plan import DevicePlan, element_dispatches
 from .kinds import steps_for
-from .lru import LRU
 from .planner import precision_of, product_pass, window_passes
-from .plans import cached_steps_plan
+from .plans import PlanCache, cached_steps_plan
 
 MODES = ("full", "same", "valid")
 
@@ -264,38 +263,13 @@ class ConvolvePlan(DevicePlan):
         self.submission(resources).run(wait=False)
 
 
-class ConvolveCache:
-    """fftconvolve's plans by (device, shapes, dtypes, mode, axes): an LRU bounded by count and
-    by the bytes the plans hold (their buffers; the FFT plans they run are the plan cache's),
+class ConvolveCache(PlanCache):
+    """fftconvolve's plans by (device, shapes, dtypes, mode, axes), or False where none fits:
+    the plan cache's LRU with bounds of its own (the FFT plans they run are the plan cache's),
     dropped for a lost device and on a profile change as the plan cache's plans are."""
 
     def __init__(self, max_plans: int = 8, max_bytes: int = 256 << 20):
-        self._plans = LRU(max_plans, max_bytes, weigh=lambda p: p.nbytes if p else 0,
-                          keep=1 if max_plans > 0 else 0)
-
-    def get(self, key, build):
-        """The plan of `key` (ConvolvePlan, or False where none fits), build() if not held."""
-        return self._plans.get_or_make(key, build)
-
-    def resize(self, max_plans: int | None = None, max_bytes: int | None = None) -> None:
-        """Change the bounds; plans beyond them are dropped, least recently used first."""
-        if max_plans is not None:
-            self._plans.keep = 1 if int(max_plans) > 0 else 0
-        self._plans.resize(max_plans, max_bytes)
-
-    def stats(self) -> dict:
-        lru = self._plans
-        return {"plans": len(lru), "bytes": lru.nbytes, "hits": lru.hits, "misses": lru.misses,
-                "max_plans": lru.max_items, "max_bytes": lru.max_bytes}
-
-    def clear(self) -> None:
-        self._plans.clear()
-
-    def forget_device(self, device) -> None:
-        self._plans.drop_where(lambda key, plan: key[0] is device)
-
-    def __len__(self):
-        return len(self._plans)
+        super().__init__(max_plans, max_bytes)
 
 
 convolve_cache = ConvolveCache()

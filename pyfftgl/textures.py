@@ -43,7 +43,7 @@ from .backends.gl_context import egl
 from .planner import IMAGE_FORMATS, TEXTURE_INTERMEDIATES, TextureCall, image_format
 # Their old home, which tests, tools and docs name: the planner's (planner/textures.py) now.
 from .planner import ROW_LINES, TWO_FIELD_SHAPES, texture_limits, work_format  # noqa: F401
-from .device_plan import DevicePlan, run_once
+from .device_plan import DevicePlan, TextureSpectrum, run_once
 from .plans import TransformPlan
 
 
@@ -68,26 +68,12 @@ def _device_of(ctx) -> GLDevice:
             calls.restore(before)
 
 
-class Spectrum:
-    """A kernel's 2D spectrum on the GPU (TextureFFT.spectrum): `fields` complex values per
-    element, 1 (applied to every field of an image) or 2 (one per field of an rgba32f image)."""
+class Spectrum(TextureSpectrum):
+    __doc__ = TextureSpectrum.__doc__
 
-    def __init__(self, owner: "TextureFFT", buffer, fields: int):
-        self.owner, self.buffer, self.fields = owner, buffer, fields
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.owner.shape + ((2,) if self.fields == 2 else ())
-
-    def get(self) -> np.ndarray:
-        """A host copy: complex64 of shape (height, width), or (height, width, 2) per field."""
+    def check(self) -> None:
         if _released(self.owner.ctx):
             raise ValueError("the ModernGL context this spectrum lives on was released")
-        flat = self.owner.device.read(self.buffer, 2 * self.fields * self.owner.size)  # locks
-        return flat.view(np.complex64).reshape(self.shape)
-
-    def __repr__(self):
-        return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"
 
 
 class TextureFFT:

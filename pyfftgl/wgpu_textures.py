@@ -33,7 +33,7 @@ import numpy as np
 from . import _validate, planner
 from .backends import get_device
 from .backends.webgpu import TEXTURE_FORMATS, WebGPUDevice, WgpuImage
-from .device_plan import DevicePlan, run_once
+from .device_plan import DevicePlan, TextureSpectrum, run_once
 from .planner import IMAGE_FORMATS, TextureCall
 from .plans import TransformPlan
 
@@ -51,24 +51,8 @@ def _wgpu():
     return wgpu
 
 
-class Spectrum:
-    """A kernel's 2D spectrum on the GPU (TextureFFT.spectrum): `fields` complex values per
-    element, 1 (applied to every field of a texture) or 2 (one per field of an rgba one)."""
-
-    def __init__(self, owner: "TextureFFT", buffer, fields: int):
-        self.owner, self.buffer, self.fields = owner, buffer, fields
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.owner.shape + ((2,) if self.fields == 2 else ())
-
-    def get(self) -> np.ndarray:
-        """A host copy: complex64 of shape (height, width), or (height, width, 2) per field."""
-        flat = self.owner.device.read(self.buffer, 2 * self.fields * self.owner.size)
-        return flat.view(np.complex64).reshape(self.shape)
-
-    def __repr__(self):
-        return f"<Spectrum {self.shape} complex64 on {self.owner.device.info.name}>"
+class Spectrum(TextureSpectrum):
+    __doc__ = TextureSpectrum.__doc__
 
 
 class TextureFFT:
