@@ -65,10 +65,15 @@ def file_key(key) -> str:
     return f"{TILED}{n}" if tiled else str(n)
 
 
-def load(device_name: str, api: str) -> tuple[TunedShape, ...]:
-    """Limits.tuned for this device and API, ordered by length (contiguous before tiled)."""
+def load(device_name: str, api: str, fallback: str | None = None) -> tuple[TunedShape, ...]:
+    """Limits.tuned for this device and API, ordered by length (contiguous before tiled); the
+    `fallback` API's entries where this API has none (WebGPU over Vulkan runs the same SPIR-V on
+    the same driver, so Vulkan's measured shapes are the best guess until WebGPU's are tuned)."""
     out = []
-    for key, e in entries(device_name, api).items():
+    found = entries(device_name, api)
+    if not found and fallback:
+        found = entries(device_name, fallback)
+    for key, e in found.items():
         try:
             n, tiled = key_length(parse_key(key))
             out.append(TunedShape(n, tuple(int(r) for r in e["radices"]), int(e["threads"]),

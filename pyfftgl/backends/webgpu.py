@@ -40,6 +40,8 @@ def naga_refuses(source: str, glsl_barriers: bool) -> bool:
     return "#define PRECISION 64" in source or ("barrier()" in source and not glsl_barriers)
 
 
+# The wisdom of the API an adapter runs on, used where WebGPU's own has not been measured.
+TUNED_FALLBACK = {"Vulkan": "vulkan", "OpenGL": "gl"}
 _OF_LOCK = threading.Lock()  # WebGPUDevice.of's
 
 
@@ -75,13 +77,22 @@ def _round4(n: int) -> int:
     return max(4, -(-n // 4) * 4)
 
 
+def native_step(pipeline, groups, push, grid) -> tuple:
+    """A dispatch's (pipeline, bind groups, push constants) as wgpu-native's handles and a
+    (pointer, size) pair, for encode_pass; the caller keeps the objects they point into."""
+    from wgpu.backends.wgpu_native import _api as wgpu_native
+    data = None if push is None else (wgpu_native.ffi.from_buffer(push), len(push))
+    return pipeline._internal, tuple(g._internal for g in groups), data, grid
+
+
 class WgpuSubmission(Submission):
     """Dispatches with their pipelines and bind groups made once; encoded at each run."""
 
     def __init__(self, device: "WebGPUDevice", dispatches, uploads, downloads):
         self.device = device
         self.uploads, self.downloads = list(uploads), list(downloads)
-        self.steps = [device.step(d) for d in dispatches]
+        self.steps = [device.step(d) for d in dispatches]  # holds what `native` points to
+        self.native = [native_step(*st) for st in self.steps]
         self.keep = [d.buffers + d.images for d in dispatches]  # what its bind groups bind
         wgpu = device.wgpu
         self.staging = [device.dev.create_buffer(
@@ -163,7 +174,8 @@ class WebGPUDevice(Device):
                 max_buffer_bytes=min(lim["max-storage-buffer-binding-size"],
                                      lim["max-buffer-size"]),
                 max_texture_size=lim["max-texture-dimension-2d"],
-                tuned=wisdom.load(ad["device"], "webgpu")),
+                tuned=wisdom.load(ad["device"], "webgpu",
+                                  TUNED_FALLBACK.get(ad["backend_type"]))),
             is_software=ad["adapter_type"] == "CPU",
             float64="shader-f64" in self.features)
         # Textures one pass may bind per kind (a list of layers reads and writes that many).
@@ -318,16 +330,26 @@ class WebGPUDevice(Device):
 
     @staticmethod
     def encode_pass(encoder, calls, timestamp_writes=None) -> None:
-        """The dispatches of `calls` (recorded submissions) in one compute pass of `encoder`."""
+        """The dispatches of `calls` (recorded submissions) in one compute pass of `encoder`,
+        through wgpu-native's C functions: wgpu-py's wrappers cost more host time than the
+        commands themselves, and wgpu-core validates the pass when it ends either way. A
+        pipeline or bind group already set in the pass is not set again."""
+        from wgpu.backends.wgpu_native import _api as wgpu_native
+        lib, null = wgpu_native.lib, wgpu_native.ffi.NULL
         cpass = encoder.begin_compute_pass(timestamp_writes=timestamp_writes)
+        raw, last_pipeline, last_groups = cpass._internal, None, {}
         for sub in calls:
-            for pipeline, groups, push, grid in sub.steps:
-                cpass.set_pipeline(pipeline)
+            for pipeline, groups, push, grid in sub.native:
+                if pipeline != last_pipeline:
+                    lib.wgpuComputePassEncoderSetPipeline(raw, pipeline)
+                    last_pipeline = pipeline
                 for i, group in enumerate(groups):
-                    cpass.set_bind_group(i, group)
+                    if last_groups.get(i) != group:
+                        lib.wgpuComputePassEncoderSetBindGroup(raw, i, group, 0, null)
+                        last_groups[i] = group
                 if push is not None:
-                    cpass.set_immediates(0, push, 0, len(push))
-                cpass.dispatch_workgroups(*grid)
+                    lib.wgpuComputePassEncoderSetImmediates(raw, 0, push[0], push[1])
+                lib.wgpuComputePassEncoderDispatchWorkgroups(raw, *grid)
         cpass.end()
 
     def encode(self, sub: WgpuSubmission, encoder) -> None:
