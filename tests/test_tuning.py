@@ -107,6 +107,20 @@ def test_wisdom_round_trip(tmp_path, monkeypatch):
     assert wisdom.load(name, "vulkan") == ()
 
 
+def test_wisdom_falls_back_to_the_api_underneath(tmp_path, monkeypatch):
+    # WebGPU over Vulkan takes Vulkan's shapes until its own are measured; its own win after
+    monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
+    name = "Test GPU 9001"
+    entry = {"radices": [16, 16, 16], "threads": 256, "lines": 0, "pad": True}
+    wisdom.save(name, "vulkan", {4096: entry})
+    vulkan = (TunedShape(4096, (16, 16, 16), 256, 0, True),)
+    assert wisdom.load(name, "webgpu") == ()
+    assert wisdom.load(name, "webgpu", "vulkan") == vulkan
+    assert wisdom.load(name, "webgpu", "gl") == ()
+    wisdom.save(name, "webgpu", {4096: dict(entry, radices=[8, 8, 8, 8], threads=512)})
+    assert wisdom.load(name, "webgpu", "vulkan") == (TunedShape(4096, (8, 8, 8, 8), 512, 0, True),)
+
+
 def _fewer_candidates(monkeypatch, step=4):
     """The tuner times every `step`-th candidate: these tests are about where it times them and
     what it keeps (test_every_candidate_shape_transforms_correctly checks every shape)."""

@@ -63,3 +63,22 @@ def test_uniform_push_values_and_checked_modules(switch):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, **{switch: "1"}), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+def test_calls_held_into_one_pass_bind_their_own_buffers():
+    # Held calls share one compute pass, which sets a pipeline or bind group only where it
+    # changes: calls of one plan on several buffers, then of another plan, all held at once.
+    xs = [random_complex((4, 256), seed=s) for s in range(3)] + [random_complex((8, 64), seed=9)]
+    dev = get_device("webgpu")
+    ins = [pyfftgl.asarray(x, backend="webgpu") for x in xs]
+    plans = [pyfftgl.plan(x.shape, np.complex64, kind="fft", backend="webgpu") for x in xs]
+    outs = [p(d) for p, d in zip(plans, ins)]
+    dev.finish()
+    before = dev.submissions
+    for _ in range(2):
+        for p, d, o in zip(plans, ins, outs):
+            p(d, out=o)
+    dev.finish()
+    assert dev.submissions - before <= 2  # held, not one submission per call
+    for x, o in zip(xs, outs):
+        assert_accurate(o.get(), np.fft.fft(x.astype(np.complex128)), x.shape[-1])
