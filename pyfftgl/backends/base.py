@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -132,6 +133,12 @@ class Submission(abc.ABC):
                 return self._run(inputs, timed, wait)
             except RuntimeError as e:  # the driver's failure (kp's carry the VkResult)
                 raise dev.failure("running a submission", e) from e
+
+    def replayer(self) -> Callable[[], None]:
+        """A function that queues this submission once more without waiting, as
+        run(wait=False) does, for a submission with no uploads or downloads: a backend makes it
+        cheap to call in a loop (no argument handling, the checks run() makes per call)."""
+        return functools.partial(self.run, wait=False)
 
     def result(self, i: int = 0) -> np.ndarray:
         """The i-th download buffer's contents after the last run, as float32 (a copy)."""

@@ -95,6 +95,7 @@ class VkSubmission(Submission):
         # are recorded into one: VulkanDevice.flush)
         self._rings = ([], [])
         self.busy = {}  # (ring, slot) queued on the device and not yet waited for, oldest first
+        self.idle = ([], [])  # per ring, the slots made and not busy (release() returns them)
         self._timed = None
 
     def ops(self, free: bool = False) -> list:
@@ -131,19 +132,52 @@ class VkSubmission(Submission):
             dev.touched_all()
             ts = self._timed.get_timestamps()  # recording began, before and after the dispatches
             return (ts[2] - ts[1]) * self.device.timestamp_period
-        free = dev.overlaps(self)
-        ring = self._rings[free]
-        i = next((j for j in range(len(ring)) if (free, j) not in self.busy), len(ring))
-        if i == self.RING:  # RING calls behind: the GPU has a full queue, so wait here
-            i = next(j for f, j in self.busy if f == free)
-            dev.wait_for(self, (free, i))
-        if i == len(ring):
-            ring.append(None)
-        self.busy[free, i] = None
-        dev.queue(self, (free, i))
-        if wait:
-            dev.wait_for(self, (free, i))
+        self._queue(wait)
         return None
+
+    def _queue(self, wait: bool) -> None:
+        """Queue a run of the recorded ops in a free ring slot; `wait`: and wait for it."""
+        dev = self.device
+        free = dev.overlaps(self)
+        idle = self.idle[free]
+        slot = (free, idle.pop()) if idle else self._new_slot(free)
+        self.busy[slot] = None
+        dev.queue(self, slot)
+        if wait:
+            dev.wait_for(self, slot)
+
+    def _new_slot(self, free: int) -> tuple:
+        """A slot of ring `free` where none is idle: a new one, or after RING calls in flight
+        (the GPU has a full queue) the oldest, once it has run."""
+        ring = self._rings[free]
+        if len(ring) < self.RING:
+            ring.append(None)
+            return free, len(ring) - 1
+        oldest = next(slot for slot in self.busy if slot[0] == free)
+        self.device.wait_for(self, oldest)  # releases it (and every slot run before it)
+        return free, self.idle[free].pop()
+
+    def release(self, slot: tuple) -> None:
+        """The call in `slot` has run (or failed to submit): the slot may take the next."""
+        if self.busy.pop(slot, slot) is None:
+            self.idle[slot[0]].append(slot[1])
+
+    def replayer(self):
+        """Submission.replayer: for dispatches alone, run()'s checks and its queueing with
+        nothing that does not change from call to call."""
+        if self.uploads or self.downloads:
+            return super().replayer()
+        dev = self.device
+
+        def replay():
+            with dev.lock:
+                if dev.lost is not None:
+                    dev.check_usable()
+                try:
+                    self._queue(False)
+                except RuntimeError as e:  # the driver's failure, as run() reports it
+                    raise dev.failure("running a submission", e) from e
+        return replay
 
     def sequence(self, slot):
         """The kp sequence of a (ring, slot) key, made on first use."""
@@ -299,12 +333,16 @@ class VulkanDevice(Device):
         held and submitted with the calls after it when HOLD are held, a call finds the GPU
         done, or the host waits or flushes. Each submission leaves NVIDIA's GPU idle for a
         while (kp_patch.py, 11; docs/performance-log.md), which back-to-back calls would pay."""
-        self._held.append((sub, i))
-        idle = not self._batches or self._batches[-1][0].is_done()
-        if idle:  # all done: free their ring slots (no wait)
+        batches = self._batches
+        if batches and not batches[-1][0].is_done():  # the GPU is busy: held
+            self._held.append((sub, i))
+            if len(self._held) >= self.HOLD:
+                self._flush()
+            return
+        if batches:  # all done: free their ring slots (no wait)
             self._await_batches()
-        if idle or len(self._held) >= self.HOLD:
-            self.flush()
+        self._held.append((sub, i))
+        self._flush()  # the caller holds the lock, and Vulkan needs nothing current
 
     def _flush(self):
         """Submit the calls held back, in one submission, without waiting for them: one call's
@@ -321,7 +359,7 @@ class VulkanDevice(Device):
                     seq.eval_async()
                 except RuntimeError as e:
                     for sub, i in calls:
-                        sub.busy.pop(i, None)
+                        sub.release(i)
                     if pooled and seq is not None:
                         self._batch_pool.append(seq)
                     raise self.failure("submitting work", e) from e
@@ -349,7 +387,7 @@ class VulkanDevice(Device):
                 raise self.failure("waiting for a submission", e) from e
             finally:  # nothing of a failed wait is waited for again
                 for s, j in calls:
-                    s.busy.pop(j, None)
+                    s.release(j)
                 if pooled:
                     self._batch_pool.append(seq)
             if (sub, i) in calls:
