@@ -210,22 +210,9 @@ class GLSubmission(Submission):
         else:  # a caller's context, or calls of the caller's own may follow in this entry
             context.bound = None
 
-    def replayer(self):
-        """Submission.replayer: for dispatches alone, the context entered and the dispatches
-        issued, with none of run()'s per-call argument handling."""
-        if self.uploads or self.downloads:
-            return super().replayer()
-        dev, context = self.device, self._context
-
-        def replay():
-            with context:
-                if dev.lost is not None:
-                    dev.check_usable()
-                try:
-                    self._dispatch_all()
-                except RuntimeError as e:  # the driver's failure, as run() reports it
-                    raise dev.failure("running a submission", e) from e
-        return replay
+    def _again(self):
+        with self._context:
+            self._dispatch_all()
 
     def _run(self, inputs, timed, wait):
         with self._context as ctx:  # device.current()

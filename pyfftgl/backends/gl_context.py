@@ -185,9 +185,6 @@ class GLContext:
         # ModernGL's queue of the objects Python dropped (the deque stays the context's), None
         # where a caller's context releases its own.
         self._dropped = ctx.objects if own else None
-        # Whether the process had one thread at the last call's end: a thread's start clears
-        # it (_fence_before_new_threads), and only then does a call count the threads again.
-        self.solo = threading.active_count() == 1
         if own and self.handle:
             self.display = egl.state()[0]
             self._local.tc = ThreadContext(egl, self.display, self.handle, owned=False)
@@ -221,9 +218,7 @@ class GLContext:
                     if self._graveyard or self._dropped:
                         self.collect()
                     if self.own and self.handle:
-                        if not self.solo:  # threads were started: count them again
-                            self.solo = threading.active_count() == 1
-                        self.unfenced = self.solo
+                        self.unfenced = threading.active_count() == 1
                         if not self.unfenced:
                             self._fence_here()
                 finally:
@@ -355,7 +350,6 @@ def _fence_before_new_threads(event: str, _args) -> None:
     gets the fence that a call on the new thread's context will wait for."""
     if event in ("_thread.start_new_thread", "_thread.start_joinable_thread"):
         for context in list(_OWN_CONTEXTS):
-            context.solo = False
             if context.unfenced:
                 try:
                     context.fence_pending()

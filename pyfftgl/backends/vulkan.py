@@ -132,10 +132,9 @@ class VkSubmission(Submission):
             dev.touched_all()
             ts = self._timed.get_timestamps()  # recording began, before and after the dispatches
             return (ts[2] - ts[1]) * self.device.timestamp_period
-        self._queue(wait)
-        return None
+        return self._again(wait)
 
-    def _queue(self, wait: bool) -> None:
+    def _again(self, wait: bool = False) -> None:
         """Queue a run of the recorded ops in a free ring slot; `wait`: and wait for it."""
         dev = self.device
         free = dev.overlaps(self)
@@ -147,8 +146,8 @@ class VkSubmission(Submission):
             dev.wait_for(self, slot)
 
     def _new_slot(self, free: int) -> tuple:
-        """A slot of ring `free` where none is idle: a new one, or after RING calls in flight
-        (the GPU has a full queue) the oldest, once it has run."""
+        """A new slot of ring `free`, or where it has RING (calls in flight: the GPU has a full
+        queue) the oldest, once it has run."""
         ring = self._rings[free]
         if len(ring) < self.RING:
             ring.append(None)
@@ -161,23 +160,6 @@ class VkSubmission(Submission):
         """The call in `slot` has run (or failed to submit): the slot may take the next."""
         if self.busy.pop(slot, slot) is None:
             self.idle[slot[0]].append(slot[1])
-
-    def replayer(self):
-        """Submission.replayer: for dispatches alone, run()'s checks and its queueing with
-        nothing that does not change from call to call."""
-        if self.uploads or self.downloads:
-            return super().replayer()
-        dev = self.device
-
-        def replay():
-            with dev.lock:
-                if dev.lost is not None:
-                    dev.check_usable()
-                try:
-                    self._queue(False)
-                except RuntimeError as e:  # the driver's failure, as run() reports it
-                    raise dev.failure("running a submission", e) from e
-        return replay
 
     def sequence(self, slot):
         """The kp sequence of a (ring, slot) key, made on first use."""
