@@ -180,7 +180,9 @@ class GLSubmission(Submission):
         self._fence = None  # after the last run's download copies: the host waits on it to read
 
     def _dispatch_all(self):
-        ctx, context = self.device.ctx, self._context
+        # ModernGL's native objects (mglo) called directly: its Python wrappers only pass the
+        # arguments on, at a call per dispatch and barrier.
+        ctx, context = self.device.ctx.mglo, self._context
         # Bindings left in place only by this submission's call at the entry just before this
         # one, both outermost on the library's own context (GLContext.bound).
         again = (context.bound is self._token and context.bound_at == context.entries - 1
@@ -193,7 +195,7 @@ class GLSubmission(Submission):
                 sampler.use(unit)
         for bits, binds, program, uniforms, groups in self._calls_again if again else self._calls:
             if bits:
-                ctx.memory_barrier(bits)
+                ctx.memory_barrier(bits, False)
             for bind, args in binds:
                 bind(*args)
             if program.last is not uniforms:
@@ -203,8 +205,8 @@ class GLSubmission(Submission):
                         uniform.value = value
                         values[i] = value
                 program.last = uniforms
-            program.shader.run(*groups)
-        ctx.memory_barrier(self._end_barrier)
+            program.shader.mglo.run(*groups)
+        ctx.memory_barrier(self._end_barrier, False)
         if context.own and context.depth == 1:
             context.bound, context.bound_at = self._token, context.entries
         else:  # a caller's context, or calls of the caller's own may follow in this entry
