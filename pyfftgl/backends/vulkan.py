@@ -330,23 +330,23 @@ class VulkanDevice(Device):
         """Submit the calls held back, in one submission, without waiting for them: one call's
         own recorded command buffer, or several calls' ops recorded into one command buffer
         (each command buffer's end drains NVIDIA's GPU, so calls in separate ones would not
-        overlap, and each would pay the drain: docs/performance-log.md)."""
-        with self.lock:
-            if self._held:
-                calls, self._held = self._held, []
-                pooled = len(calls) > 1
-                seq = None
-                try:
-                    seq = self._merged(calls) if pooled else calls[0][0].sequence(calls[0][1])
-                    seq.eval_async()
-                except RuntimeError as e:
-                    for sub, i in calls:
-                        sub.release(i)
-                    if pooled and seq is not None:
-                        self._batch_pool.append(seq)
-                    raise self.failure("submitting work", e) from e
-                self._batches.append((seq, calls, pooled))
-                self.submissions += 1
+        overlap, and each would pay the drain: docs/performance-log.md). The caller holds the
+        lock, as every caller of the device's primitives does."""
+        if self._held:
+            calls, self._held = self._held, []
+            pooled = len(calls) > 1
+            seq = None
+            try:
+                seq = self._merged(calls) if pooled else calls[0][0].sequence(calls[0][1])
+                seq.eval_async()
+            except RuntimeError as e:
+                for sub, i in calls:
+                    sub.release(i)
+                if pooled and seq is not None:
+                    self._batch_pool.append(seq)
+                raise self.failure("submitting work", e) from e
+            self._batches.append((seq, calls, pooled))
+            self.submissions += 1
 
     def _merged(self, calls):
         """A command buffer of the calls' ops in order, from the pool of those no batch runs."""
@@ -360,7 +360,7 @@ class VulkanDevice(Device):
     def wait_for(self, sub: VkSubmission, i: tuple) -> None:
         """Wait until ring slot i of `sub` has run, and everything submitted before it."""
         if (sub, i) in self._held:
-            self.flush()
+            self._flush()
         while self._batches:
             seq, calls, pooled = self._batches.popleft()
             try:
@@ -381,8 +381,8 @@ class VulkanDevice(Device):
             self.wait_for(*self._batches[-1][1][-1])
 
     def wait_all(self) -> None:
-        """Submit what is held and wait for everything submitted."""
-        self.flush()
+        """Submit what is held and wait for everything submitted (the lock held)."""
+        self._flush()
         self._await_batches()
 
     def _finish(self):
