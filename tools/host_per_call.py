@@ -12,7 +12,6 @@ import argparse
 import cProfile
 import io
 import pstats
-import time
 
 import numpy as np
 
@@ -20,20 +19,12 @@ import numpy as np
 def host_us(backend: str, shape: tuple[int, ...], calls: int) -> tuple[float, float]:
     """(median, 10th percentile) host µs of one replay after a device finish."""
     import pyfftgl
+    from pyfftgl.bench.timing import alone_us
     x = pyfftgl.asarray(np.ones(shape, np.complex64), backend=backend)
     p = pyfftgl.plan(shape, np.complex64, kind="fft", backend=backend)
     o = p(x)
-    dev = pyfftgl.get_device(backend)
-    times = []
-    for i in range(calls + 100):
-        dev.finish()
-        t0 = time.perf_counter()
-        p(x, out=o)
-        t1 = time.perf_counter()
-        if i >= 100:  # the first calls record and warm the caches
-            times.append((t1 - t0) * 1e6)
-    dev.finish()
-    return float(np.median(times)), float(np.percentile(times, 10))
+    us = alone_us(lambda: p(x, out=o), pyfftgl.get_device(backend).finish, calls)
+    return us["median"], us["p10"]
 
 
 def profile(backend: str, shape: tuple[int, ...], calls: int, top: int, loop: int) -> tuple:
