@@ -22,6 +22,8 @@ class DeviceArray:
     def __init__(self, buffer, shape, dtype, device):
         self._buffer, self.shape = buffer, tuple(shape)
         self.dtype, self.device = np.dtype(dtype), device
+        # An attribute, not a property: a Plan's replayed call reads it with no function call.
+        self.closed = False
 
     @property
     def buffer(self):
@@ -31,14 +33,10 @@ class DeviceArray:
                              "memory is released")
         return self._buffer
 
-    @property
-    def closed(self) -> bool:
-        return self._buffer is None
-
     def close(self) -> None:
         """Drop this array's device buffer: its memory is released once no other array (a view)
         or recorded submission uses it. Using the array afterwards raises ValueError."""
-        self._buffer = None
+        self._buffer, self.closed = None, True
 
     def __enter__(self):
         return self

@@ -241,7 +241,7 @@ class Plan:
         self._call = call = steps_for(kind, self.shape, self.dtype, **self._kwargs)
         self._build()
         self.out_shape, self.out_dtype = call.out_shape, call.out_dtype
-        self._replay = None  # (src, out, their buffers, queue it again) of the last device call
+        self._replay = None  # the last device call: (src, out) held weakly, and its replay
 
     def _build(self) -> None:
         """The device plan of each job of the call (None for an empty one, which needs none)."""
@@ -261,9 +261,11 @@ class Plan:
         replay the recorded submission without any checks). ValueError for another shape or a
         closed Plan; otherwise the function's exceptions."""
         replay = self._replay
+        # A DeviceArray's buffer is fixed until it closes: the same open arrays bind the same
+        # buffers.
         if replay is not None and a is replay[0]() and out is replay[1]() \
-                and a.buffer is replay[2]() and out.buffer is replay[3]():
-            replay[4]()  # the render loop's call: nothing to check or plan again
+                and not (a.closed or out.closed):
+            replay[2]()  # the render loop's call: nothing to check or plan again
             return out
         if self._closed:
             raise ValueError(f"this Plan ({self.kind} of {self.shape}) was closed")
@@ -279,7 +281,7 @@ class Plan:
             if isinstance(out, DeviceArray) and len(pins.runs) == 1:
                 # One device call did all of it: the same arrays next time queue it again.
                 # Held weakly: the Plan keeps no device memory of the caller's alive.
-                self._replay = (*map(weakref.ref, (a, out, a.buffer, out.buffer)), pins.runs[0])
+                self._replay = (weakref.ref(a), weakref.ref(out), pins.runs[0])
             return result
         if a.dtype != self.dtype:
             raise ValueError(f"this plan transforms {self.dtype} arrays, got {a.dtype}")

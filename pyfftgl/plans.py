@@ -3,8 +3,6 @@ programs, buffers and one recorded submission. A plan allocates everything when 
 executing it only uploads, replays and downloads. Nothing here computes a table or a preamble."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from . import planner, kernels
@@ -195,12 +193,13 @@ class TransformPlan(DevicePlan):
         which set goes next is only a matter of speed: the device orders calls by what they
         touch)."""
         if not self._alternates:
-            return functools.partial(self.submission(resources).run, wait=False)
-        subs = (self.submission(resources), self.submission(resources, second=True))
+            return self.submission(resources).submission.replayer()
+        subs = (self.submission(resources).submission.replayer(),
+                self.submission(resources, second=True).submission.replayer())
 
         def call():
             self._second = not self._second
-            subs[self._second].run(wait=False)
+            subs[self._second]()
         return call
 
 

@@ -199,3 +199,50 @@ def test_gl_host_calls_through_staging(monkeypatch, mapped):
     outs = [pyfftgl.fft2(x, backend="gl") for x in xs]
     for x, got in zip(xs, outs):
         assert_accurate(got, np.fft.fft2(x.astype(np.complex128)), x.size)
+
+
+@pytest.mark.parametrize("backend", ["vulkan", "gl"])
+def test_replays_in_flight_beyond_the_ring_stay_ordered(backend):
+    """Two Plans replay their own calls back to back, a into b and b into a, none waited for:
+    more calls of each than a submission's ring holds (VkSubmission.RING) and than are held back
+    (VulkanDevice.HOLD), each reading what the one before wrote. fft2 with norm="ortho" four
+    times over is the identity, so `a` ends where it began, and a call that read its input
+    early (or a ring slot reused while in flight) leaves something else."""
+    from pyfftgl.backends.vulkan import VkSubmission, VulkanDevice
+    shape = (64, 96)
+    x = random_complex(shape, seed=12)
+    a = pyfftgl.asarray(x, backend=backend)
+    b = pyfftgl.asarray(np.zeros(shape, np.complex64), backend=backend)
+    forth, back = (pyfftgl.plan(shape, np.complex64, kind="fft2", norm="ortho", backend=backend)
+                   for _ in range(2))
+    rounds = 2 * (VkSubmission.RING + VulkanDevice.HOLD)  # an even count: four transforms each
+    for _ in range(rounds):
+        forth(a, out=b)
+        back(b, out=a)
+    got = a.get()
+    # every round reverses both axes (two ortho transforms); the error grows with the count
+    assert_accurate(got, x.astype(np.complex128), x.size, factor=2 * rounds)
+
+
+def test_gl_replay_rebinds_what_the_caller_bound_in_between():
+    """A replayed GL call skips the bindings its previous call left in place, but only where
+    nothing came in between: buffers the caller binds at the same storage-buffer bindings inside
+    `with device.current()` are replaced by the next call, which reads and writes its own."""
+    dev = get_device("gl")
+    shape = (32, 48)
+    x = random_complex(shape, seed=13)
+    p = pyfftgl.plan(shape, np.complex64, kind="fft2", backend="gl")
+    d = pyfftgl.asarray(x, backend="gl")
+    o = pyfftgl.asarray(np.zeros(shape, np.complex64), backend="gl")
+    p(d, out=o)
+    p(d, out=o)  # a replay: its bindings left in place by the call before
+    with dev.current() as ctx:
+        junk = ctx.buffer(np.full(x.size * 2, 7.0, np.float32).tobytes())
+        for binding in range(4):
+            junk.bind_to_storage_buffer(binding)
+    p(d, out=o)
+    got = o.get()
+    assert_accurate(got, np.fft.fft2(x.astype(np.complex128)), x.size)
+    with dev.current():
+        assert np.all(np.frombuffer(junk.read(), np.float32) == 7.0), "the caller's buffer written"
+        junk.release()

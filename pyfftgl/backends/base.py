@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -132,6 +133,28 @@ class Submission(abc.ABC):
                 return self._run(inputs, timed, wait)
             except RuntimeError as e:  # the driver's failure (kp's carry the VkResult)
                 raise dev.failure("running a submission", e) from e
+
+    def replayer(self) -> Callable[[], None]:
+        """A function that queues this submission once more without waiting, as
+        run(wait=False) does: for a submission with no uploads or downloads, run()'s checks and
+        the backend's `_again` with nothing else, cheap to call in a loop."""
+        if self.uploads or self.downloads:
+            return functools.partial(self.run, wait=False)
+        dev, again = self.device, self._again
+
+        def replay():
+            with dev.lock:
+                if dev.lost is not None:
+                    dev.check_usable()
+                try:
+                    again()
+                except RuntimeError as e:  # the driver's failure, as run() reports it
+                    raise dev.failure("running a submission", e) from e
+        return replay
+
+    def _again(self) -> None:
+        """Queue the recorded dispatches once more (no transfers), the device's lock held."""
+        self._run((), False, False)
 
     def result(self, i: int = 0) -> np.ndarray:
         """The i-th download buffer's contents after the last run, as float32 (a copy)."""

@@ -83,6 +83,18 @@ def _resource(obj) -> tuple:
     return ("buffer", obj.buf.glo, obj.offset, obj.nbytes)
 
 
+def _bindings(d, unit_base: int) -> list[tuple]:
+    """What dispatch `d` binds: (GL binding point, object bound, bind function, its args) for
+    each buffer (SSBO bindings), texture read (texture units from `unit_base`) and image
+    written (image units)."""
+    return ([(("buffer", i), b, b.buf.bind_to_storage_buffer, (i, *b.binding))
+             for i, b in enumerate(d.buffers) if b is not None]
+            + [(("unit", unit_base + i), m.texture, m.texture.use, (unit_base + i,))
+               for i, m in enumerate(d.images[:d.image_reads])]
+            + [(("image", i), m.texture, m.texture.bind_to_image, (i, False, True))
+               for i, m in enumerate(d.images[d.image_reads:])])
+
+
 def submission_barriers(dispatches) -> tuple[list[int], int]:
     """The glMemoryBarrier bits before each dispatch and after the last. Before a dispatch:
     the storage bit where it reads a buffer an earlier dispatch wrote, the texture-fetch bit
@@ -138,21 +150,25 @@ class GLSubmission(Submission):
         # dispatch before left in place is not made again; the first binds everything. A
         # buffer's binding is its range (the GLBuffer): ranges of one pool block differ.
         bound, self._calls = {}, []
-        for bits, d in zip(before, dispatches):
+        targets = [_bindings(d, base) for d in dispatches]
+        for bits, d, binding in zip(before, dispatches, targets):
             binds = []
-            for key, obj, bind, args in (
-                    [(("buffer", i), b, b.buf.bind_to_storage_buffer, (i, *b.binding))
-                     for i, b in enumerate(d.buffers) if b is not None]
-                    + [(("unit", base + i), m.texture, m.texture.use, (base + i,))
-                       for i, m in enumerate(d.images[:d.image_reads])]
-                    + [(("image", i), m.texture, m.texture.bind_to_image, (i, False, True))
-                       for i, m in enumerate(d.images[d.image_reads:])]):
+            for key, obj, bind, args in binding:
                 if bound.get(key) is not obj:
                     binds.append((bind, args))
                     bound[key] = obj
             uniforms = tuple((i, u, int(d.push[i])) for i, u in d.program.uniforms
                              if u is not None)
             self._calls.append((bits, binds, d.program, uniforms, tuple(d.groups)))
+        # A call right after a call of this submission (GLContext.bound) starts from the
+        # bindings its last dispatch left: its first dispatch makes only those that differ.
+        self._calls_again = list(self._calls)
+        if dispatches:
+            first = self._calls[0]
+            again = [(bind, args) for key, obj, bind, args in targets[0]
+                     if bound.get(key) is not obj]
+            self._calls_again[0] = (first[0], again, *first[2:])
+        self._token = object()  # GLContext.bound's mark of this submission's bindings
         self._sampled_units = sorted({base + i for d in dispatches for i in range(d.image_reads)})
         # Staging buffers the host maps once for good (persistent, coherent) where GL 4.4's
         # buffer storage exists: the host copies straight into and out of them, where
@@ -164,16 +180,22 @@ class GLSubmission(Submission):
         self._fence = None  # after the last run's download copies: the host waits on it to read
 
     def _dispatch_all(self):
-        ctx = self.device.ctx
+        # ModernGL's native objects (mglo) called directly: its Python wrappers only pass the
+        # arguments on, at a call per dispatch and barrier.
+        ctx, context = self.device.ctx.mglo, self._context
+        # Bindings left in place only by this submission's call at the entry just before this
+        # one, both outermost on the library's own context (GLContext.bound).
+        again = (context.bound is self._token and context.bound_at == context.entries - 1
+                 and context.depth == 1)
         if self._sampled_units:
             # The library's own units (GLDevice.texture_unit_base): binding its sampler again is
             # no change of state, and the caller's units keep their textures and samplers.
             sampler = self.device.texel_sampler()
             for unit in self._sampled_units:
                 sampler.use(unit)
-        for bits, binds, program, uniforms, groups in self._calls:
+        for bits, binds, program, uniforms, groups in self._calls_again if again else self._calls:
             if bits:
-                ctx.memory_barrier(bits)
+                ctx.memory_barrier(bits, False)
             for bind, args in binds:
                 bind(*args)
             if program.last is not uniforms:
@@ -183,8 +205,16 @@ class GLSubmission(Submission):
                         uniform.value = value
                         values[i] = value
                 program.last = uniforms
-            program.shader.run(*groups)
-        ctx.memory_barrier(self._end_barrier)
+            program.shader.mglo.run(*groups)
+        ctx.memory_barrier(self._end_barrier, False)
+        if context.own and context.depth == 1:
+            context.bound, context.bound_at = self._token, context.entries
+        else:  # a caller's context, or calls of the caller's own may follow in this entry
+            context.bound = None
+
+    def _again(self):
+        with self._context:
+            self._dispatch_all()
 
     def _run(self, inputs, timed, wait):
         with self._context as ctx:  # device.current()
@@ -393,16 +423,17 @@ class GLDevice(Device):
             self.check_errors("reading a buffer")
             return out
 
+    # Device.finish and Device.flush call these with the context current (their one entry).
     def _finish(self):
         self.check_usable()
-        with self.current():
-            self.ctx.finish()
-            self.check_errors("running the work submitted")
+        self.ctx.finish()
+        self.check_errors("running the work submitted")
+        self.context.bindings_unchanged()
 
     def _flush(self):
         self.check_usable()
-        with self.current():
-            self.context.sync_procs()[3]()
+        self.context.sync_procs()[3]()
+        self.context.bindings_unchanged()
 
     def check_errors(self, what: str) -> None:
         """Raise the DeviceError of what the driver reported about the work since the last check

@@ -168,7 +168,12 @@ class GLContext:
         self.ctx, self.own, self.egl = ctx, own, egl
         self.lock = threading.RLock()
         self.handle = egl.context() if egl else None  # current: just made or passed
-        self._depth = 0  # nesting of `with` on the thread holding the lock
+        self.depth = 0  # nesting of `with` on the thread holding the lock
+        # Outermost entries so far, and the binding state a submission's call left (its
+        # token, and the entry it ran in): a call of the same submission at the very next
+        # entry finds its bindings in place (GLSubmission._dispatch_all). Any other entry
+        # (another call, a transfer, the caller's own GL calls inside `with`) comes between.
+        self.entries, self.bound, self.bound_at = 0, None, 0
         self._outer = False  # at the outermost `with`: False (stays current), None or state
         self._graveyard = collections.deque()  # releases of collected objects, for the next call
         self._local = threading.local()  # .tc: this thread's ThreadContext
@@ -177,6 +182,9 @@ class GLContext:
         self._sync = None  # (glFenceSync, glWaitSync, glDeleteSync, glFlush)
         self._client_wait = None  # glClientWaitSync
         self.display = None
+        # ModernGL's queue of the objects Python dropped (the deque stays the context's), None
+        # where a caller's context releases its own.
+        self._dropped = ctx.objects if own else None
         if own and self.handle:
             self.display = egl.state()[0]
             self._local.tc = ThreadContext(egl, self.display, self.handle, owned=False)
@@ -188,14 +196,15 @@ class GLContext:
     def __enter__(self):
         self.lock.acquire()
         try:
-            if self._depth:
-                self._depth += 1
+            if self.depth:
+                self.depth += 1
                 return self.ctx
+            self.entries += 1
             if self.own and self.handle:
                 self._enter_own()
             else:
                 self._enter_callers()
-            self._depth = 1
+            self.depth = 1
             return self.ctx
         except BaseException:
             self.lock.release()
@@ -203,10 +212,11 @@ class GLContext:
 
     def __exit__(self, *exc):
         try:
-            self._depth -= 1
-            if not self._depth:
+            self.depth -= 1
+            if not self.depth:
                 try:
-                    self.collect()
+                    if self._graveyard or self._dropped:
+                        self.collect()
                     if self.own and self.handle:
                         self.unfenced = threading.active_count() == 1
                         if not self.unfenced:
@@ -234,8 +244,8 @@ class GLContext:
     def _enter_own(self):
         """Make this thread's context current (kept so where the thread had none current), and
         order this call after the previous one where that ran on another context."""
-        tc = self._thread_context()
-        now = self.egl.context()
+        tc = getattr(self._local, "tc", None) or self._thread_context()
+        now = self.egl.lib.eglGetCurrentContext()  # egl.context(), without its Python call
         if now == tc.handle:
             self._outer = False
         else:
@@ -265,6 +275,12 @@ class GLContext:
                 self.egl.restore(self._outer)
             raise RuntimeError("the GL context is current on another thread: call "
                                "pyfftgl on that thread, or release it there first")
+
+    def bindings_unchanged(self) -> None:
+        """Say that the outermost entry now open binds nothing (a wait, a flush): the bindings
+        a call left at the entry before it are still in place for the next (bound)."""
+        if self.depth == 1 and self.bound_at == self.entries - 1:
+            self.bound_at = self.entries
 
     def sync_procs(self) -> tuple:
         """(glFenceSync, glWaitSync, glDeleteSync, glFlush), looked up once."""
@@ -319,7 +335,7 @@ class GLContext:
         while self._graveyard:
             self._graveyard.popleft()()
         if self.own:  # ModernGL's queue (gc_mode "context_gc"); ctx.gc() fails on objects
-            objects = self.ctx.objects  # released by hand, which are queued too
+            objects = self._dropped  # released by hand, which are queued too
             while objects:
                 obj = objects.popleft()
                 if hasattr(obj, "release"):

@@ -95,6 +95,7 @@ class VkSubmission(Submission):
         # are recorded into one: VulkanDevice.flush)
         self._rings = ([], [])
         self.busy = {}  # (ring, slot) queued on the device and not yet waited for, oldest first
+        self.idle = ([], [])  # per ring, the slots made and not busy (release() returns them)
         self._timed = None
 
     def ops(self, free: bool = False) -> list:
@@ -131,19 +132,34 @@ class VkSubmission(Submission):
             dev.touched_all()
             ts = self._timed.get_timestamps()  # recording began, before and after the dispatches
             return (ts[2] - ts[1]) * self.device.timestamp_period
+        return self._again(wait)
+
+    def _again(self, wait: bool = False) -> None:
+        """Queue a run of the recorded ops in a free ring slot; `wait`: and wait for it."""
+        dev = self.device
         free = dev.overlaps(self)
-        ring = self._rings[free]
-        i = next((j for j in range(len(ring)) if (free, j) not in self.busy), len(ring))
-        if i == self.RING:  # RING calls behind: the GPU has a full queue, so wait here
-            i = next(j for f, j in self.busy if f == free)
-            dev.wait_for(self, (free, i))
-        if i == len(ring):
-            ring.append(None)
-        self.busy[free, i] = None
-        dev.queue(self, (free, i))
+        idle = self.idle[free]
+        slot = (free, idle.pop()) if idle else self._new_slot(free)
+        self.busy[slot] = None
+        dev.queue(self, slot)
         if wait:
-            dev.wait_for(self, (free, i))
-        return None
+            dev.wait_for(self, slot)
+
+    def _new_slot(self, free: int) -> tuple:
+        """A new slot of ring `free`, or where it has RING (calls in flight: the GPU has a full
+        queue) the oldest, once it has run."""
+        ring = self._rings[free]
+        if len(ring) < self.RING:
+            ring.append(None)
+            return free, len(ring) - 1
+        oldest = next(slot for slot in self.busy if slot[0] == free)
+        self.device.wait_for(self, oldest)  # releases it (and every slot run before it)
+        return free, self.idle[free].pop()
+
+    def release(self, slot: tuple) -> None:
+        """The call in `slot` has run (or failed to submit): the slot may take the next."""
+        if self.busy.pop(slot, slot) is None:
+            self.idle[slot[0]].append(slot[1])
 
     def sequence(self, slot):
         """The kp sequence of a (ring, slot) key, made on first use."""
@@ -299,34 +315,38 @@ class VulkanDevice(Device):
         held and submitted with the calls after it when HOLD are held, a call finds the GPU
         done, or the host waits or flushes. Each submission leaves NVIDIA's GPU idle for a
         while (kp_patch.py, 11; docs/performance-log.md), which back-to-back calls would pay."""
-        self._held.append((sub, i))
-        idle = not self._batches or self._batches[-1][0].is_done()
-        if idle:  # all done: free their ring slots (no wait)
+        batches = self._batches
+        if batches and not batches[-1][0].is_done():  # the GPU is busy: held
+            self._held.append((sub, i))
+            if len(self._held) >= self.HOLD:
+                self._flush()
+            return
+        if batches:  # all done: free their ring slots (no wait)
             self._await_batches()
-        if idle or len(self._held) >= self.HOLD:
-            self.flush()
+        self._held.append((sub, i))
+        self._flush()  # the caller holds the lock, and Vulkan needs nothing current
 
     def _flush(self):
         """Submit the calls held back, in one submission, without waiting for them: one call's
         own recorded command buffer, or several calls' ops recorded into one command buffer
         (each command buffer's end drains NVIDIA's GPU, so calls in separate ones would not
-        overlap, and each would pay the drain: docs/performance-log.md)."""
-        with self.lock:
-            if self._held:
-                calls, self._held = self._held, []
-                pooled = len(calls) > 1
-                seq = None
-                try:
-                    seq = self._merged(calls) if pooled else calls[0][0].sequence(calls[0][1])
-                    seq.eval_async()
-                except RuntimeError as e:
-                    for sub, i in calls:
-                        sub.busy.pop(i, None)
-                    if pooled and seq is not None:
-                        self._batch_pool.append(seq)
-                    raise self.failure("submitting work", e) from e
-                self._batches.append((seq, calls, pooled))
-                self.submissions += 1
+        overlap, and each would pay the drain: docs/performance-log.md). The caller holds the
+        lock, as every caller of the device's primitives does."""
+        if self._held:
+            calls, self._held = self._held, []
+            pooled = len(calls) > 1
+            seq = None
+            try:
+                seq = self._merged(calls) if pooled else calls[0][0].sequence(calls[0][1])
+                seq.eval_async()
+            except RuntimeError as e:
+                for sub, i in calls:
+                    sub.release(i)
+                if pooled and seq is not None:
+                    self._batch_pool.append(seq)
+                raise self.failure("submitting work", e) from e
+            self._batches.append((seq, calls, pooled))
+            self.submissions += 1
 
     def _merged(self, calls):
         """A command buffer of the calls' ops in order, from the pool of those no batch runs."""
@@ -340,7 +360,7 @@ class VulkanDevice(Device):
     def wait_for(self, sub: VkSubmission, i: tuple) -> None:
         """Wait until ring slot i of `sub` has run, and everything submitted before it."""
         if (sub, i) in self._held:
-            self.flush()
+            self._flush()
         while self._batches:
             seq, calls, pooled = self._batches.popleft()
             try:
@@ -349,7 +369,7 @@ class VulkanDevice(Device):
                 raise self.failure("waiting for a submission", e) from e
             finally:  # nothing of a failed wait is waited for again
                 for s, j in calls:
-                    s.busy.pop(j, None)
+                    s.release(j)
                 if pooled:
                     self._batch_pool.append(seq)
             if (sub, i) in calls:
@@ -361,8 +381,8 @@ class VulkanDevice(Device):
             self.wait_for(*self._batches[-1][1][-1])
 
     def wait_all(self) -> None:
-        """Submit what is held and wait for everything submitted."""
-        self.flush()
+        """Submit what is held and wait for everything submitted (the lock held)."""
+        self._flush()
         self._await_batches()
 
     def _finish(self):

@@ -156,6 +156,21 @@ def loop_us(call, finish, calls: int = 200, min_s: float = 0.05, warm_s: float =
     return {"us_per_call": us, "calls": calls, "repeats": repeats, "warmup": warmup}
 
 
+def alone_us(call, finish, calls: int = 500, warm: int = 100) -> dict:
+    """Host µs of one call() with the device idle before it (finish(), then the call alone,
+    timed without a finish): {"median", "p10"} of `calls` after `warm` untimed ones."""
+    times = []
+    for i in range(warm + calls):
+        finish()
+        t0 = time.perf_counter()
+        call()
+        t1 = time.perf_counter()
+        if i >= warm:
+            times.append((t1 - t0) * 1e6)
+    finish()
+    return {"median": float(np.median(times)), "p10": float(np.percentile(times, 10))}
+
+
 def plan_loop(plan, data, backend: str, **kw) -> dict:
     """loop_us of `plan(d, out=o)` on device arrays, ended by the device's finish(): only the
     public API (pyfftgl.asarray, a Plan, get_device), as a user's loop would run."""

@@ -5,7 +5,8 @@ numpy-out `fft2`/`rfft2`/`fft`, and a device-resident loop with its host time pe
     python -m pyfftgl.bench.user_calls [--quick] [--backends vulkan gl] [--out FILE.json]
 
 Every time is wall clock: a steady-state call (after warm-up) for the one-shot rows, and µs per
-call of K back-to-back calls ended by one device finish for the loops (timing.loop_us)."""
+call of K back-to-back calls ended by one device finish for the loops (timing.loop_us), and
+for the host row also one call's host time with the GPU idle before it (timing.alone_us)."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,7 @@ import time
 
 import numpy as np
 
-from .timing import loop_us
+from .timing import alone_us, loop_us
 
 CONV = (("2d same", (2048, 2048), (31, 31), "same"), ("2d valid", (4096, 4096), (63, 63), "valid"),
         ("1d full", (1 << 22,), (4097,), "full"))
@@ -132,6 +133,8 @@ def loop_rows(backend: str, shape, calls: int) -> list[dict]:
         dev.finish()
         row = {"case": f"device loop fft {shp}", "backend": backend,
                "us_per_call": loop["us_per_call"], "host_us_per_call": host_us}
+        if what == "host":  # one call with the GPU idle before it (issue 51's host time)
+            row["host_us_alone"] = alone_us(lambda: p(x, out=o), dev.finish)["median"]
         torch = _torch()
         if torch is not None and what == "loop":
             t = torch.from_numpy(_data(shp, np.complex64)).cuda()
