@@ -151,8 +151,8 @@ class TransformPlan(DevicePlan):
             for lo in range(0, x.shape[0], spec.units):
                 hi = min(x.shape[0], lo + spec.units)
                 total += host_run.run([x[lo:hi]], timed=timed) or 0.0
-                piece = out_view[lo:hi]
-                piece[...] = host_run.result(0).view(dtype)[: piece.size].reshape(piece.shape)
+                # straight from the mapped download into the result: one host copy out
+                host_run.result(0, out=out_view[lo:hi].reshape(-1).view(np.float32))
         self.last_gpu_ns = total if timed else None
         return out
 
