@@ -6,7 +6,9 @@ torch's `.cuda()` ... `.cpu()` round trip with its own parts.
 
     python -m pyfftgl.bench.oneshot_profile [--quick] [--backends vulkan gl] [--out FILE.json]
 
-Each figure is the median of `--reps` steady-state calls (after two warm-up calls)."""
+Each figure is the median of `--reps` steady-state calls (after two warm-up calls). Software
+drivers (lavapipe, llvmpipe) run the GPU work when it is submitted or flushed: there it shows in
+the upload part, not the GPU wait."""
 from __future__ import annotations
 
 import argparse
