@@ -46,8 +46,10 @@ def test_one_shot_calls_match_numpy_and_allocate_nothing_when_repeated(backend, 
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    # the host allocates the result and nothing of its size besides (one copy in, one out)
-    assert peak < again.nbytes + (8 << 10), (peak, again.nbytes)
+    # the host allocates the result and nothing of its size besides (one copy in, one out;
+    # WebGPU keeps each run's downloads, read once, for result(i): one more)
+    extra = again.nbytes if backend == "webgpu" else 0
+    assert peak < again.nbytes + extra + (8 << 10), (peak, again.nbytes)
     np.testing.assert_array_equal(x, before)  # the caller's array is only read
 
 

@@ -457,7 +457,8 @@ class WebGPUDevice(Device):
         try:
             staging.map_sync(self.wgpu.MapMode.READ)
             try:
-                return np.frombuffer(staging.read_mapped(0, _round4(count * 4)),
+                # a view of the mapping (valid until unmap), copied once
+                return np.frombuffer(staging.read_mapped(0, _round4(count * 4), copy=False),
                                      np.float32)[:count].copy()
             finally:
                 staging.unmap()
