@@ -84,7 +84,9 @@ class Job:
     def upload(self, result: np.ndarray) -> np.ndarray:
         x = v.fit(result, self.axes, self.sizes)
         if self.as_reals:  # n reals viewed as n/2 complex: the packing trick of realfft.comp
-            return np.ascontiguousarray(x.astype(v.real_of(self.dtype))).view(self.dtype)
+            # no copy where x is already contiguous reals of the precision (the device's
+            # upload is the one host copy)
+            return np.ascontiguousarray(x, dtype=v.real_of(self.dtype)).view(self.dtype)
         return np.ascontiguousarray(x, dtype=self.dtype)
 
     def takes(self, shape: tuple[int, ...], dtype) -> bool:

@@ -3,6 +3,8 @@ programs, buffers and one recorded submission. A plan allocates everything when 
 executing it only uploads, replays and downloads. Nothing here computes a table or a preamble."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from . import planner, kernels
@@ -124,10 +126,13 @@ class TransformPlan(DevicePlan):
                 f"{len(s.passes)} pass{'es' if len(s.passes) > 1 else ''} [{parts}]{fields}"
                 f"{images}, {s.chunks} submission(s), {self.nbytes} bytes>")
 
-    def execute(self, x: np.ndarray, *, timed: bool = False) -> np.ndarray:
+    def execute(self, x: np.ndarray, *, timed: bool = False,
+                breakdown: dict | None = None) -> np.ndarray:
         """Transform x, complex64 (complex128 for a double plan) of the plan's shape; returns a
         new array of that dtype and the plan's output shape (for real steps: real samples
-        viewed as complex pairs)."""
+        viewed as complex pairs). `breakdown`: a dict that gets the wall ns of the host's copy
+        in and queueing ("upload"), the wait for the GPU ("gpu") and the copy out ("download")
+        added to it (bench/oneshot_profile.py)."""
         spec, dtype = self.spec, self.storage.dtype
         if x.dtype != dtype or x.shape != spec.shape:
             raise ValueError(f"plan expects {dtype} of shape {spec.shape}, "
@@ -148,9 +153,13 @@ class TransformPlan(DevicePlan):
                                       downloads=[self.buffer("out")])
             for lo in range(0, x.shape[0], spec.units):
                 hi = min(x.shape[0], lo + spec.units)
+                piece = out_view[lo:hi].reshape(-1).view(np.float32)
+                if breakdown is not None:
+                    _timed_pieces(self.device, host_run, x[lo:hi], piece, breakdown)
+                    continue
                 total += host_run.run([x[lo:hi]], timed=timed) or 0.0
-                piece = out_view[lo:hi]
-                piece[...] = host_run.result(0).view(dtype)[: piece.size].reshape(piece.shape)
+                # straight from the mapped download into the result: one host copy out
+                host_run.result(0, out=piece)
         self.last_gpu_ns = total if timed else None
         return out
 
@@ -276,6 +285,19 @@ def cache_key(device: Device, shape: tuple[int, ...], steps: tuple, precision: i
     """The plan cache's key of a transform: the device object itself (an id may be reused once
     the device is gone), the upload shape, the steps and the precision."""
     return (device, tuple(shape), tuple(steps), precision)
+
+
+def _timed_pieces(device, host_run, x, piece, breakdown: dict) -> None:
+    """One chunk's call as Plan.execute makes it, each part's wall ns added to `breakdown`."""
+    t0 = time.perf_counter_ns()
+    host_run.run([x], wait=False)
+    t1 = time.perf_counter_ns()
+    device.finish()
+    t2 = time.perf_counter_ns()
+    host_run.result(0, out=piece)
+    t3 = time.perf_counter_ns()
+    for key, ns in (("upload", t1 - t0), ("gpu", t2 - t1), ("download", t3 - t2)):
+        breakdown[key] = breakdown.get(key, 0) + ns
 
 
 def cached_steps_plan(shape: tuple[int, ...], steps: tuple[planner.Step, ...], backend=None,

@@ -88,6 +88,12 @@
    Python: Manager.memory_pool_stats(), memory_pool_trim() (frees the blocks no buffer uses),
    memory_pool_limit(count). Descriptors are unchanged: each buffer still starts at offset 0.
 
+14. Host-visible memory from a HOST_CACHED type where the device has one. kp took the first type
+   with HOST_VISIBLE | HOST_COHERENT for staging buffers, which on NVIDIA's driver is the
+   write-combined, uncached one: the CPU reads a download out of it at a fraction of memcpy's
+   speed. A type with HOST_CACHED as well (and every flag asked for: still coherent, so no
+   invalidation is needed) is taken first, else the first that has the flags asked for, as before.
+
 Usage: python tools/kp_patch.py <unpacked kp source folder>. Idempotent; fails loudly if the
 sources are not the ones this patch was written against.
 """
@@ -95,7 +101,7 @@ import sys
 from pathlib import Path
 
 # The patch level: builds of kp are cached and checked per level, so bump it with any change here.
-LEVEL = 13
+LEVEL = 14
 
 MARK = "// pyfftgl: one fence per Sequence"
 EDITS = [
@@ -649,6 +655,25 @@ POOL_BINDING_EDITS = [
 ]
 
 
+CACHED_MARK = "// pyfftgl: host-visible memory prefers HOST_CACHED"
+CACHED_EDITS = [
+    ("    uint32_t memoryTypeIndex = -1;\n    bool memoryTypeIndexFound = false;\n"
+     "    for (uint32_t i = 0; i < memoryProperties.memoryTypeCount; i++) {\n",
+     "    uint32_t memoryTypeIndex = -1;\n    bool memoryTypeIndexFound = false;\n"
+     f"    {CACHED_MARK} (the host reads downloads out of it at memcpy's speed)\n"
+     "    if (memoryPropertyFlags & vk::MemoryPropertyFlagBits::eHostVisible) {\n"
+     "        const vk::MemoryPropertyFlags cached =\n"
+     "          memoryPropertyFlags | vk::MemoryPropertyFlagBits::eHostCached;\n"
+     "        for (uint32_t i = 0; i < memoryProperties.memoryTypeCount; i++) {\n"
+     "            if ((memoryRequirements.memoryTypeBits & (1 << i)) &&\n"
+     "                (memoryProperties.memoryTypes[i].propertyFlags & cached) == cached) {\n"
+     "                memoryTypeIndex = i;\n                memoryTypeIndexFound = true;\n"
+     "                break;\n            }\n        }\n    }\n"
+     "    for (uint32_t i = 0; !memoryTypeIndexFound && i < memoryProperties.memoryTypeCount;\n"
+     "         i++) {\n"),
+]
+
+
 def _apply(path: Path, edits, done_when: str) -> None:
     text = path.read_text()
     if done_when in text:
@@ -691,6 +716,7 @@ def main(root: str) -> int:
     _apply(inc / "Manager.hpp", POOL_MANAGER_HEADER_EDITS, POOL_MARK)
     _apply(Path(root) / "src" / "Manager.cpp", POOL_MANAGER_EDITS, POOL_MARK)
     _apply(Path(root) / "python" / "src" / "main.cpp", POOL_BINDING_EDITS, POOL_MARK)
+    _apply(Path(root) / "src" / "Tensor.cpp", CACHED_EDITS, CACHED_MARK)
     return 0
 
 

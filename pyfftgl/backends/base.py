@@ -156,17 +156,22 @@ class Submission(abc.ABC):
         """Queue the recorded dispatches once more (no transfers), the device's lock held."""
         self._run((), False, False)
 
-    def result(self, i: int = 0) -> np.ndarray:
-        """The i-th download buffer's contents after the last run, as float32 (a copy)."""
+    def result(self, i: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+        """The i-th download buffer's contents after the last run, as float32 (a copy); with
+        `out` (a C-contiguous float32 array of at most the buffer's size), its first out.size
+        values copied straight into `out`, which is returned (no second host copy)."""
+        if out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous
+                                or out.size > self.downloads[i].nbytes // 4):
+            raise ValueError("out must be a C-contiguous float32 array within the download")
         with self.device.lock:
-            return self._result(i)
+            return self._result(i, out)
 
     @abc.abstractmethod
     def _run(self, inputs: Sequence[np.ndarray], timed: bool, wait: bool) -> float | None:
         """run()'s work, the device's lock held and its usability checked."""
 
     @abc.abstractmethod
-    def _result(self, i: int) -> np.ndarray:
+    def _result(self, i: int, out: np.ndarray | None) -> np.ndarray:
         """result()'s work."""
 
 

@@ -270,15 +270,16 @@ class GLSubmission(Submission):
             self._dispatch_all()
         return float(query.elapsed)
 
-    def _result(self, i=0):
+    def _result(self, i=0, out=None):
         buf, staging, mapped = self._downloads[i]
         with self.device.current():
-            out = np.empty(buf.nbytes // 4, np.float32)
+            if out is None:
+                out = np.empty(buf.nbytes // 4, np.float32)
             if mapped is not None:
                 self._wait_fence()
-                out.view(np.uint8)[:] = mapped[:buf.nbytes]
+                out.reshape(-1).view(np.uint8)[:] = mapped[:out.nbytes]
             else:
-                staging.read_into(out, size=buf.nbytes)
+                staging.read_into(out, size=out.nbytes)
             self.device.check_errors("running a submission")
             return out
 

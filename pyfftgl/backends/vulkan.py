@@ -168,10 +168,13 @@ class VkSubmission(Submission):
             self._rings[free][i] = self._make_sequence(free=free)
         return self._rings[free][i]
 
-    def _result(self, i=0):
+    def _result(self, i=0, out=None):
         self.device.finish()
         buf = self.downloads[i]
-        return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
+        if out is None:
+            return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
+        np.copyto(out.reshape(-1), buf.tensor.data()[: out.size])
+        return out
 
 
 def _driver_info(props: dict) -> DeviceInfo:

@@ -120,12 +120,15 @@ class WgpuSubmission(Submission):
         for buf, staging in zip(self.downloads, self.staging):
             encoder.copy_buffer_to_buffer(buf.buf, 0, staging, 0, _round4(buf.nbytes))
 
-    def _result(self, i=0):
+    def _result(self, i=0, out=None):
         if self._results is None:
             self.device.flush()
             self._results = [self.device.map_read(s, b.nbytes // 4)
                              for s, b in zip(self.staging, self.downloads)]
-        return self._results[i].copy()
+        if out is None:
+            return self._results[i].copy()
+        np.copyto(out.reshape(-1), self._results[i][: out.size])
+        return out
 
 
 class WebGPUDevice(Device):
@@ -454,7 +457,8 @@ class WebGPUDevice(Device):
         try:
             staging.map_sync(self.wgpu.MapMode.READ)
             try:
-                return np.frombuffer(staging.read_mapped(0, _round4(count * 4)),
+                # a view of the mapping (valid until unmap), copied once
+                return np.frombuffer(staging.read_mapped(0, _round4(count * 4), copy=False),
                                      np.float32)[:count].copy()
             finally:
                 staging.unmap()

@@ -26,7 +26,7 @@ ONE_SHOT = (("fft2", (1024, 1024)), ("fft2", (2048, 2048)), ("fft2", (4096, 4096
 QUICK_ONE_SHOT = (("fft2", (256, 256)), ("fft", (3, 128, 128)), ("rfft2", (256, 256)))
 
 
-def _steady_ms(fn, reps: int = 10) -> float:
+def steady_ms(fn, reps: int = 10) -> float:
     """Median wall ms of fn() after two warm-up calls (plans, caches and clocks settled)."""
     fn()
     fn()
@@ -38,7 +38,7 @@ def _steady_ms(fn, reps: int = 10) -> float:
     return float(np.median(times))
 
 
-def _torch():
+def torch_cuda():
     try:
         import torch
         return torch if torch.cuda.is_available() else None
@@ -55,7 +55,7 @@ def _cupy():
         return None
 
 
-def _data(shape, dtype, seed=0):
+def data(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(shape)
     if np.dtype(dtype).kind == "c":
@@ -71,7 +71,7 @@ def conv_rows(backend: str, cases, calls: int) -> list[dict]:
     dev = pyfftgl.get_device(backend)
     rows = []
     for name, ashape, kshape, mode in cases:
-        a, k = _data(ashape, np.float32, 1), _data(kshape, np.float32, 2)
+        a, k = data(ashape, np.float32, 1), data(kshape, np.float32, 2)
         da, dk = pyfftgl.asarray(a, backend=backend), pyfftgl.asarray(k, backend=backend)
         row = {"case": f"fftconvolve {name} {ashape} * {kshape}", "backend": backend}
         row["device_us"] = loop_us(lambda: ps.fftconvolve(da, dk, mode), dev.finish,
@@ -80,7 +80,7 @@ def conv_rows(backend: str, cases, calls: int) -> list[dict]:
         out = conv(da)
         row["convolver_us"] = loop_us(lambda: conv(da, out=out), dev.finish,
                                       calls=calls)["us_per_call"]
-        row["numpy_ms"] = _steady_ms(lambda: ps.fftconvolve(a, k, mode), reps=5)
+        row["numpy_ms"] = steady_ms(lambda: ps.fftconvolve(a, k, mode), reps=5)
         cp = _cupy()
         if cp is not None:
             import cupyx.scipy.signal as csig
@@ -88,7 +88,7 @@ def conv_rows(backend: str, cases, calls: int) -> list[dict]:
             row["cupyx_device_us"] = loop_us(lambda: csig.fftconvolve(ca, ck, mode),
                                              cp.cuda.Device().synchronize,
                                              calls=calls)["us_per_call"]
-            row["cupyx_numpy_ms"] = _steady_ms(
+            row["cupyx_numpy_ms"] = steady_ms(
                 lambda: cp.asnumpy(csig.fftconvolve(cp.asarray(a), cp.asarray(k), mode)), reps=5)
         rows.append(row)
         print(row, flush=True)
@@ -98,17 +98,17 @@ def conv_rows(backend: str, cases, calls: int) -> list[dict]:
 def one_shot_rows(backend: str, cases) -> list[dict]:
     """numpy in, numpy out: pyfftgl.<kind>(x) against torch's x.cuda() ... .cpu() round trip."""
     import pyfftgl
-    torch = _torch()
+    torch = torch_cuda()
     rows = []
     for kind, shape in cases:
-        x = _data(shape, np.float32 if kind.startswith("r") else np.complex64)
+        x = data(shape, np.float32 if kind.startswith("r") else np.complex64)
         kw = {"axes": (-2, -1)} if kind.endswith("2") else {"axis": -1}
         row = {"case": f"{kind} numpy in/out {shape}", "backend": backend,
-               "ms": _steady_ms(lambda: getattr(pyfftgl, kind)(x, backend=backend, **kw))}
+               "ms": steady_ms(lambda: getattr(pyfftgl, kind)(x, backend=backend, **kw))}
         if torch is not None:
             tkw = {"dim": (-2, -1)} if kind.endswith("2") else {"dim": -1}
             fn = getattr(torch.fft, kind)
-            row["torch_ms"] = _steady_ms(lambda: fn(torch.from_numpy(x).cuda(), **tkw).cpu())
+            row["torch_ms"] = steady_ms(lambda: fn(torch.from_numpy(x).cuda(), **tkw).cpu())
         rows.append(row)
         print(row, flush=True)
     return rows
@@ -122,7 +122,7 @@ def loop_rows(backend: str, shape, calls: int) -> list[dict]:
     dev = pyfftgl.get_device(backend)
     rows = []
     for what, shp in (("loop", shape), ("host", (8, 1024))):
-        x = pyfftgl.asarray(_data(shp, np.complex64), backend=backend)
+        x = pyfftgl.asarray(data(shp, np.complex64), backend=backend)
         p = pyfftgl.plan(shp, np.complex64, kind="fft", backend=backend)
         o = p(x)
         loop = loop_us(lambda: p(x, out=o), dev.finish, calls=calls)
@@ -135,9 +135,9 @@ def loop_rows(backend: str, shape, calls: int) -> list[dict]:
                "us_per_call": loop["us_per_call"], "host_us_per_call": host_us}
         if what == "host":  # one call with the GPU idle before it (issue 51's host time)
             row["host_us_alone"] = alone_us(lambda: p(x, out=o), dev.finish)["median"]
-        torch = _torch()
+        torch = torch_cuda()
         if torch is not None and what == "loop":
-            t = torch.from_numpy(_data(shp, np.complex64)).cuda()
+            t = torch.from_numpy(data(shp, np.complex64)).cuda()
             row["torch_us"] = loop_us(lambda: torch.fft.fft(t, dim=-1), torch.cuda.synchronize,
                                       calls=calls)["us_per_call"]
         rows.append(row)
