@@ -273,8 +273,7 @@ class GLSubmission(Submission):
     def _result(self, i=0, out=None):
         buf, staging, mapped = self._downloads[i]
         with self.device.current():
-            if out is None:
-                out = np.empty(buf.nbytes // 4, np.float32)
+            out = np.empty(buf.nbytes // 4, np.float32) if out is None else out
             if mapped is not None:
                 self._wait_fence()
                 out.reshape(-1).view(np.uint8)[:] = mapped[:out.nbytes]
