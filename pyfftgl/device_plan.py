@@ -4,6 +4,7 @@ by name; recorded submissions, a bounded cache keyed by the identity of what the
 queued without waiting. One lock and one cache key per plan, declared here."""
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 
@@ -139,6 +140,27 @@ class DevicePlan:
             buf = own.get(name)
             if buf is None or buf.nbytes < nbytes:
                 buf = own[name] = self.device.buffer(max(4, nbytes))
+                self.nbytes += buf.nbytes
+            return buf
+
+    # Device-only result buffers a plan keeps per name (pooled): a loop that drops each result
+    # before the next call alternates two, so both recordings replay.
+    POOLED = 3
+
+    def pooled(self, name: str, nbytes: int):
+        """A device-only buffer of `nbytes` for a result the caller will own: one of the plan's
+        POOLED buffers `name` that nothing else references (the caller dropped every array on
+        it; recordings hold buffers weakly), else a new one, kept in the pool (counted in
+        `nbytes`) while it has room. The pool's buffers go with the plan."""
+        with self.device.current(), self.lock:
+            pool = self.__dict__.setdefault("_pooled", {}).setdefault(name, [])
+            for buf in pool:
+                # References: the pool's list, this loop's name and getrefcount's argument.
+                if sys.getrefcount(buf) <= 3:
+                    return buf
+            buf = self.device.buffer(max(4, nbytes), device_only=True)
+            if len(pool) < self.POOLED:
+                pool.append(buf)
                 self.nbytes += buf.nbytes
             return buf
 

@@ -295,9 +295,13 @@ def _planned(plan: ConvolvePlan, a, b):
             host = _host_ready(x, lay)
             bound[name] = plan.own("staged " + name, host.nbytes)
             dev.write(bound[name], host.reshape(-1).view(np.float32))
-    out = _new_result(lay, dev)
-    plan.device_call({**bound, "out": out.buffer})
-    return out if device_out else out.get()
+    if not device_out:
+        out = _new_result(lay, dev)
+        plan.device_call({**bound, "out": out.buffer})
+        return out.get()
+    out = plan.pooled("out", max(4, math.prod(lay.out_shape) * lay.dtype.itemsize))
+    plan.device_call({**bound, "out": out})
+    return DeviceArray(out, lay.out_shape, lay.dtype, dev)
 
 
 def oaconvolve(in1, in2, mode="full", axes=None, *, backend=None):
