@@ -1,5 +1,6 @@
 """pyfftgl.signal's fftconvolve, oaconvolve and Convolver against scipy.signal, on both drivers;
 scipy's own TestFFTConvolve and TestOAConvolve run against pyfftgl.signal (slow)."""
+import gc
 import os
 import re
 
@@ -189,4 +190,6 @@ def test_fftconvolve_device_loop_replays(backend):
     del y, plan
     ps.convolve_cache.clear()
     pyfftgl.plans.plan_cache.clear()
+    gc.collect()
+    dev.finish()  # GL deletes what the collector queued
     assert dict(dev.live) == floor
