@@ -184,6 +184,10 @@ class Convolver:
                 if not device_in and out is None:
                     return self.plan.convolve_host(host)
                 src = asarray(host, backend=self.device).buffer
+            if out is None and device_in:  # from the plan's pool: the call replays
+                lay = self.layout
+                buf = self.plan.pooled("out", math.prod(lay.out_shape) * lay.dtype.itemsize)
+                out = DeviceArray(buf, lay.out_shape, lay.dtype, self.device)
             out = _new_result(self.layout, self.device) if out is None else out
             self.plan.device_call({"in": src, "out": out.buffer})
             return out if device_in else out.get()
