@@ -42,6 +42,23 @@ def _deref(ref):
     return ref() if isinstance(ref, weakref.ref) else ref
 
 
+def _counts(pool: list) -> list[int]:
+    return [sys.getrefcount(item) for item in pool]
+
+
+# The references counted for an object only a list holds (the list's, the comprehension's
+# name, getrefcount's argument), measured rather than assumed: interpreters count differently.
+_ONLY_LISTED = _counts([object()])[0]
+
+
+def _unreferenced(pool: list):
+    """The first object of `pool` that nothing but the pool references, else None."""
+    for item, count in zip(pool, _counts(pool)):
+        if count <= _ONLY_LISTED:
+            return item
+    return None
+
+
 class Recorded:
     """The submissions recorded for the last `size` sets of resources, by their identity: a loop
     that reuses its buffers or textures replays one, with no recording or allocation per call.
@@ -154,10 +171,9 @@ class DevicePlan:
         `nbytes`) while it has room. The pool's buffers go with the plan."""
         with self.device.current(), self.lock:
             pool = self.__dict__.setdefault("_pooled", {}).setdefault(name, [])
-            for buf in pool:
-                # References: the pool's list, this loop's name and getrefcount's argument.
-                if sys.getrefcount(buf) <= 3:
-                    return buf
+            buf = _unreferenced(pool)
+            if buf is not None:
+                return buf
             buf = self.device.buffer(max(4, nbytes), device_only=True)
             if len(pool) < self.POOLED:
                 pool.append(buf)
