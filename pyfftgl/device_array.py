@@ -1,6 +1,8 @@
 """Device-resident arrays: data that stays on the GPU between transforms."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._validate import complex_dtype, real_of
@@ -45,7 +47,7 @@ class DeviceArray:
         self.close()
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))  # a Python int: cheap per call
     nbytes = property(lambda self: self.size * self.dtype.itemsize)
 
     def get(self) -> np.ndarray:

@@ -4,6 +4,7 @@ by name; recorded submissions, a bounded cache keyed by the identity of what the
 queued without waiting. One lock and one cache key per plan, declared here."""
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 
@@ -39,6 +40,23 @@ def _weak(obj, callback):
 
 def _deref(ref):
     return ref() if isinstance(ref, weakref.ref) else ref
+
+
+def _counts(pool: list) -> list[int]:
+    return [sys.getrefcount(item) for item in pool]
+
+
+# The references counted for an object only a list holds (the list's, the comprehension's
+# name, getrefcount's argument), measured rather than assumed: interpreters count differently.
+_ONLY_LISTED = _counts([object()])[0]
+
+
+def _unreferenced(pool: list):
+    """The first object of `pool` that nothing but the pool references, else None."""
+    for item, count in zip(pool, _counts(pool)):
+        if count <= _ONLY_LISTED:
+            return item
+    return None
 
 
 class Recorded:
@@ -139,6 +157,26 @@ class DevicePlan:
             buf = own.get(name)
             if buf is None or buf.nbytes < nbytes:
                 buf = own[name] = self.device.buffer(max(4, nbytes))
+                self.nbytes += buf.nbytes
+            return buf
+
+    # Device-only result buffers a plan keeps per name (pooled): a loop that drops each result
+    # before the next call alternates two, so both recordings replay.
+    POOLED = 3
+
+    def pooled(self, name: str, nbytes: int):
+        """A device-only buffer of `nbytes` for a result the caller will own: one of the plan's
+        POOLED buffers `name` that nothing else references (the caller dropped every array on
+        it; recordings hold buffers weakly), else a new one, kept in the pool (counted in
+        `nbytes`) while it has room. The pool's buffers go with the plan."""
+        with self.device.current(), self.lock:
+            pool = self.__dict__.setdefault("_pooled", {}).setdefault(name, [])
+            buf = _unreferenced(pool)
+            if buf is not None:
+                return buf
+            buf = self.device.buffer(max(4, nbytes), device_only=True)
+            if len(pool) < self.POOLED:
+                pool.append(buf)
                 self.nbytes += buf.nbytes
             return buf
 

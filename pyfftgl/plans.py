@@ -263,6 +263,10 @@ class PlanCache:
         return (f"<PlanCache {st['plans']}/{st['max_plans']} plans, {st['bytes']}/"
                 f"{st['max_bytes']} bytes, {st['hits']} hits, {st['misses']} misses>")
 
+    def plans(self) -> list:
+        """The plans held (False for a key no plan fits), least recently used first."""
+        return self._plans.values()
+
     def clear(self):
         self._plans.clear()
 

@@ -184,6 +184,10 @@ class Convolver:
                 if not device_in and out is None:
                     return self.plan.convolve_host(host)
                 src = asarray(host, backend=self.device).buffer
+            if out is None and device_in:  # from the plan's pool: the call replays
+                lay = self.layout
+                buf = self.plan.pooled("out", math.prod(lay.out_shape) * lay.dtype.itemsize)
+                out = DeviceArray(buf, lay.out_shape, lay.dtype, self.device)
             out = _new_result(self.layout, self.device) if out is None else out
             self.plan.device_call({"in": src, "out": out.buffer})
             return out if device_in else out.get()
@@ -295,9 +299,13 @@ def _planned(plan: ConvolvePlan, a, b):
             host = _host_ready(x, lay)
             bound[name] = plan.own("staged " + name, host.nbytes)
             dev.write(bound[name], host.reshape(-1).view(np.float32))
-    out = _new_result(lay, dev)
-    plan.device_call({**bound, "out": out.buffer})
-    return out if device_out else out.get()
+    if not device_out:
+        out = _new_result(lay, dev)
+        plan.device_call({**bound, "out": out.buffer})
+        return out.get()
+    out = plan.pooled("out", max(4, math.prod(lay.out_shape) * lay.dtype.itemsize))
+    plan.device_call({**bound, "out": out})
+    return DeviceArray(out, lay.out_shape, lay.dtype, dev)
 
 
 def oaconvolve(in1, in2, mode="full", axes=None, *, backend=None):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -106,7 +107,7 @@ class ConvLayout:
     complex: bool
     real_fft: bool
 
-    @property
+    @cached_property  # read by every call's binding checks
     def data_dtype(self) -> np.dtype:
         """The dtype both inputs have on the device: the result's (complex data), else its real
         dtype."""

@@ -1,5 +1,6 @@
 """pyfftgl.signal's fftconvolve, oaconvolve and Convolver against scipy.signal, on both drivers;
 scipy's own TestFFTConvolve and TestOAConvolve run against pyfftgl.signal (slow)."""
+import gc
 import os
 import re
 
@@ -150,3 +151,45 @@ def test_fftconvolve_reuses_one_plan_per_shape(backend):
     ps.convolve_cache.resize(max_plans=2)
     assert ps.convolve_cache.stats()["plans"] == 2
     ps.convolve_cache.resize(max_plans=8)
+
+
+@pytest.mark.quick
+def test_fftconvolve_device_loop_replays(backend):
+    """A loop of fftconvolve on DeviceArrays that drops each result takes its results from the
+    plan's pool: after warm-up no buffer is allocated and nothing is recorded, a result never
+    shares a buffer with a live one, results match scipy, and dropping them all returns the
+    device's memory to the warm floor."""
+    rng = np.random.default_rng(51)
+    im, k = rng.standard_normal((40, 36)), rng.standard_normal((5, 7))
+    d = pyfftgl.asarray(im.astype(np.float32), backend=backend)
+    kd = pyfftgl.asarray(k.astype(np.float32), backend=backend)
+    ref = scipy.signal.fftconvolve(im.astype(np.float32).astype(np.float64),
+                                   k.astype(np.float32).astype(np.float64), "same")
+    ps.convolve_cache.clear()
+    pyfftgl.plans.plan_cache.clear()
+    floor = dict(d.device.live)
+    for _ in range(4):
+        y = ps.fftconvolve(d, kd, "same")
+    plan = ps.convolve_cache.plans()[-1]
+    dev, recorded = d.device, plan.stats()["recorded"]
+    live = dict(dev.live)
+    for _ in range(20):
+        y = ps.fftconvolve(d, kd, "same")
+    close(y, ref.astype(np.float32), 16 * EPS32)
+    assert dict(dev.live) == live and plan.stats()["recorded"] == recorded
+    held = [ps.fftconvolve(d, kd, "same") for _ in range(6)]  # all live: distinct buffers
+    assert len({id(h.buffer) for h in held + [y]}) == 7
+    views = [h.view(np.float32) for h in held]  # a view keeps its buffer out of the pool
+    del held
+    fresh = ps.fftconvolve(d, kd, "same")
+    assert all(fresh.buffer is not v.buffer for v in views + [y])
+    for v in views:
+        close(v, ref.astype(np.float32), 16 * EPS32)
+    del views, fresh, v
+    assert dev.live["bytes"] <= live["bytes"] + plan.stats()["bytes"]
+    del y, plan
+    ps.convolve_cache.clear()
+    pyfftgl.plans.plan_cache.clear()
+    gc.collect()
+    dev.finish()  # GL deletes what the collector queued
+    assert dict(dev.live) == floor
