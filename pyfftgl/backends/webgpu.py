@@ -93,7 +93,9 @@ class WgpuSubmission(Submission):
         self.uploads, self.downloads = list(uploads), list(downloads)
         self.steps = [device.step(d) for d in dispatches]  # holds what `native` points to
         self.native = [native_step(*st) for st in self.steps]
-        self.keep = [d.buffers + d.images for d in dispatches]  # what its bind groups bind
+        # Its bind groups hold their buffers in wgpu-core; the buffer objects are the caller's
+        # (held weakly, as the other backends' submissions do), the texture views its own.
+        self.keep = [d.images for d in dispatches]
         wgpu = device.wgpu
         self.staging = [device.dev.create_buffer(
             size=_round4(b.nbytes), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
