@@ -102,7 +102,7 @@ def _run_under_best_practices(tmp_path: Path, limit: int) -> tuple[dict, list[st
                          text=True, env=env, timeout=300)
     with open(log, "w") as f:
         f.write("\n" + END)
-    assert done.wait(30), "the validation layer's log stopped being read"
+    assert done.wait(120), "the validation layer's log stopped being read"
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1]), lines
 
