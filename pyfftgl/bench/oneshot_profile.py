@@ -12,11 +12,10 @@ the upload part, not the GPU wait."""
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
-from .user_calls import ONE_SHOT, QUICK_ONE_SHOT, data, steady_ms, torch_cuda
+from .user_calls import ONE_SHOT, QUICK_ONE_SHOT, data, steady_ms, torch_cuda, write_rows
 
 
 def _kwargs(kind: str) -> dict:
@@ -109,9 +108,7 @@ def main(argv=None) -> int:
     rows = []
     for backend in args.backends:
         rows += profile_rows(backend, QUICK_ONE_SHOT if args.quick else ONE_SHOT, args.reps)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_rows(rows, args.out)
     return 0
 
 

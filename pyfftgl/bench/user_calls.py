@@ -145,6 +145,13 @@ def loop_rows(backend: str, shape, calls: int) -> list[dict]:
     return rows
 
 
+def write_rows(rows: list[dict], path: str | None) -> None:
+    """The bench's rows as a JSON file at `path` (nothing where None)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pyfftgl.bench.user_calls", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small cases (software drivers)")
@@ -157,9 +164,7 @@ def main(argv=None) -> int:
         rows += conv_rows(backend, QUICK_CONV if args.quick else CONV, args.calls)
         rows += one_shot_rows(backend, QUICK_ONE_SHOT if args.quick else ONE_SHOT)
         rows += loop_rows(backend, (3, 128, 128) if args.quick else (3, 1024, 1024), args.calls)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_rows(rows, args.out)
     return 0
 
 
