@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pyfftgl
+from pyfftgl import hostcopy
 from pyfftgl.backends import get_device
 
 from conftest import assert_accurate, random_complex
@@ -69,3 +70,24 @@ def test_result_into_a_given_array_reads_the_download(backend):
     for bad in (np.empty(65, np.float32), np.empty(8, np.float64), np.empty((8, 8), np.float32).T):
         with pytest.raises(ValueError):
             sub.result(0, out=bad)
+
+
+@pytest.mark.parametrize("size", [7, hostcopy.PARALLEL_BYTES // 4 + 3, 5 * (1 << 20) + 1])
+def test_host_copies_move_every_element(size):
+    """hostcopy.copy: a copy split across threads (sizes that do not divide evenly) equals the
+    source, element for element, and leaves the source alone."""
+    src = np.arange(size, dtype=np.float32) * 0.25 - 7
+    kept = src.copy()
+    dst = np.full(size, np.nan, np.float32)
+    hostcopy.copy(dst, src)
+    np.testing.assert_array_equal(dst, kept)
+    np.testing.assert_array_equal(src, kept)
+
+
+def test_large_one_shot_call_goes_through_split_copies(backend):
+    """An fft2 whose upload and download are larger than hostcopy.PARALLEL_BYTES (each split
+    across threads where the machine has more than one core) matches numpy."""
+    x = random_complex((512, 1280), seed=3)
+    assert x.nbytes >= hostcopy.PARALLEL_BYTES
+    got = pyfftgl.fft2(x, backend=backend)
+    assert_accurate(got.ravel(), np.fft.fft2(x.astype(np.complex128)).ravel(), 512 * 1280)

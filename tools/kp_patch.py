@@ -34,7 +34,10 @@
 
 7. The device is created with shaderFloat64 enabled where the GPU has it (kp enabled no
    features): Vulkan requires a feature a shader module uses (pyfftgl's PRECISION 64 kernels
-   declare the Float64 capability) to be enabled on the device.
+   declare the Float64 capability) to be enabled on the device. With PYFFTGL_VK_ROBUST set
+   (any value) robustBufferAccess is enabled too, as wgpu enables it on every Vulkan device: the
+   Vulkan backend then runs under the bounds checking the WebGPU backend gets from the driver
+   (docs/devices.md). Off by default: pyfftgl's accesses are bounded by the planner.
 
 8. Algorithms that share a pipeline. kp binds tensors when it makes an algorithm, so running a
    kernel on other buffers made a whole new shader module, descriptor set layout, pipeline
@@ -101,7 +104,7 @@ import sys
 from pathlib import Path
 
 # The patch level: builds of kp are cached and checked per level, so bump it with any change here.
-LEVEL = 14
+LEVEL = 15
 
 MARK = "// pyfftgl: one fence per Sequence"
 EDITS = [
@@ -241,6 +244,9 @@ FEATURES_EDITS = [
      f"    {FEATURES_MARK} where the device has it (double-precision kernels)\n"
      "    vk::PhysicalDeviceFeatures enabledFeatures;\n"
      "    enabledFeatures.shaderFloat64 = physicalDevice.getFeatures().shaderFloat64;\n"
+     "    // and robust buffer access where PYFFTGL_VK_ROBUST asks (wgpu's devices run with it)\n"
+     "    enabledFeatures.robustBufferAccess = std::getenv(\"PYFFTGL_VK_ROBUST\") != nullptr\n"
+     "        && physicalDevice.getFeatures().robustBufferAccess;\n"
      "    deviceCreateInfo.setPEnabledFeatures(&enabledFeatures);\n\n"
      "    this->mDevice = std::make_shared<vk::Device>();\n"),
 ]

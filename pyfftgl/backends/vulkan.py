@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import kernels, wisdom
+from .. import hostcopy, kernels, wisdom
 from . import _vkinfo
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Limits, Program,
                    Submission)
@@ -171,9 +171,8 @@ class VkSubmission(Submission):
     def _result(self, i=0, out=None):
         self.device.finish()
         buf = self.downloads[i]
-        if out is None:
-            return np.array(buf.tensor.data()[: buf.nbytes // 4], copy=True)
-        np.copyto(out.reshape(-1), buf.tensor.data()[: out.size])
+        out = np.empty(buf.nbytes // 4, np.float32) if out is None else out
+        hostcopy.copy(out.reshape(-1), buf.tensor.data()[: out.size])
         return out
 
 

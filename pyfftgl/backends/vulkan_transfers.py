@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..hostcopy import copy
 from ..lru import LRU
 
 # Vulkan's flag bits (VkAccessFlagBits, VkPipelineStageFlagBits) for kp.OpMemoryBarrier.
@@ -91,12 +92,12 @@ class VulkanTransfers:
         last = barrier(TRANSFER_WRITE, SHADER_RW | TRANSFER_RW, TRANSFER, COMPUTE | TRANSFER)
         if buf.device_only:  # through a staging tensor, copied on in the same submission
             tmp = self._staging_for(buf)
-            tmp.data()[: flat.size] = flat
+            copy(tmp.data()[: flat.size], flat)
             self.run(first, kp.OpTensorSyncDevice([tmp]),
                      *copies([(tmp, buf.tensor)], after_transfer=True), last)
             self._keep(tmp)
             return
-        buf.tensor.data()[: flat.size] = flat
+        copy(buf.tensor.data()[: flat.size], flat)
         if sync:
             self.run(first, kp.OpTensorSyncDevice([buf.tensor]), last)
 
@@ -112,7 +113,8 @@ class VulkanTransfers:
             # kp's sync below orders itself after shader writes only
             ops.append(barrier(TRANSFER_WRITE, TRANSFER_READ, TRANSFER, TRANSFER))
         self.run(*ops, kp.OpTensorSyncLocal([tensor]))
-        out = np.array(tensor.data()[:count], copy=True)
+        out = np.empty(count, np.float32)
+        copy(out, tensor.data()[:count])
         if buf.device_only:
             self._keep(tensor)
         return out
