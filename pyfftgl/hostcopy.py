@@ -2,7 +2,9 @@
 large: one core's memcpy is what bounds a numpy-in/numpy-out call (the GPU's own copies over
 PCIe run several times faster), and numpy releases the GIL while it copies.
 
-Every backend's transfers copy through `copy(dst, src)`.
+The Vulkan backend's transfers copy through `copy(dst, src)`. GL's do not: NVIDIA's GL
+driver takes a slower path for every call once the process has started another thread
+(docs/performance-log.md), which a render loop would pay on every frame.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 PARALLEL_BYTES = 4 << 20  # below this, handing chunks to threads costs more than it saves
-CHUNK_BYTES = 1 << 20  # each thread copies at least this much
+CHUNK_BYTES = 2 << 20  # each thread copies at least this much
 MAX_THREADS = 4  # the copies saturate the memory bus beyond a few cores
 
 _executor: ThreadPoolExecutor | None = None

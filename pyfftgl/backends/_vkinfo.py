@@ -303,7 +303,8 @@ _QUEUE_GRAPHICS, _QUEUE_COMPUTE = 0x1, 0x2
 def _compute_family(proc, phys) -> int:
     """The queue family to dispatch on: a compute-only family with timestamps where there is one
     (NVIDIA's graphics family leaves the GPU idle longer between submissions), else the first
-    family that computes."""
+    family that computes; with PYFFTGL_VK_QUEUE=graphics the first that also draws, as wgpu
+    chooses (to time the Vulkan backend as the WebGPU backend runs: docs/devices.md)."""
     get = proc(b"vkGetPhysicalDeviceQueueFamilyProperties", None,
                c_void_p, POINTER(c_uint32), POINTER(_QueueFamilyProperties))
     count = c_uint32(0)
@@ -311,6 +312,9 @@ def _compute_family(proc, phys) -> int:
     fams = (_QueueFamilyProperties * count.value)()
     get(phys, byref(count), fams)
     computes = [i for i, f in enumerate(fams) if f.queueFlags & _QUEUE_COMPUTE]
+    if os.environ.get("PYFFTGL_VK_QUEUE") == "graphics":
+        computes = [i for i in computes if fams[i].queueFlags & _QUEUE_GRAPHICS] or computes
+        return (computes or [0])[0]
     only = [i for i in computes if not fams[i].queueFlags & _QUEUE_GRAPHICS
             and fams[i].timestampValidBits]
     return (only or computes or [0])[0]
