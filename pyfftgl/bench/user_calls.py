@@ -1,6 +1,7 @@
 """Calls as users make them, against torch and cupyx in the same process (issue 51's table):
 `signal.fftconvolve` on device arrays and on numpy arrays (a new kernel each call), numpy-in /
-numpy-out `fft2`/`rfft2`/`fft`, and a device-resident loop with its host time per call.
+numpy-out `fft2`/`rfft2`/`fft`, a device-resident loop with its host time per call, and the host
+and device memory a loop of 2000 `fftconvolve` calls of one set of shapes leaves behind.
 
     python -m pyfftgl.bench.user_calls [--quick] [--backends vulkan gl] [--out FILE.json]
 
@@ -145,6 +146,45 @@ def loop_rows(backend: str, shape, calls: int) -> list[dict]:
     return rows
 
 
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+def memory_rows(backend: str, case, calls: int = 2000) -> list[dict]:
+    """The resident set and the memory pool's used and held bytes before and after `calls`
+    fftconvolve calls of one set of shapes (after 200 warm-up calls), on device arrays and
+    on numpy arrays: flat where nothing a call makes outlives it."""
+    import gc
+    import pyfftgl
+    import pyfftgl.signal as ps
+    name, ashape, kshape, mode = case
+    a, k = data(ashape, np.float32, 1), data(kshape, np.float32, 2)
+    da, dk = pyfftgl.asarray(a, backend=backend), pyfftgl.asarray(k, backend=backend)
+    dev, pool = pyfftgl.get_device(backend), pyfftgl.memory_pool(backend)
+    rows = []
+    for path, call in (("device", lambda: ps.fftconvolve(da, dk, mode)),
+                       ("numpy", lambda: ps.fftconvolve(a, k, mode, backend=backend))):
+        def state():
+            dev.finish()
+            gc.collect()
+            st = pool.stats()
+            return _rss_bytes(), st["used_bytes"], st["held_bytes"]
+        for _ in range(200):
+            call()
+        before = state()
+        for _ in range(calls):
+            call()
+        after = state()
+        row = {"case": f"memory: {calls} fftconvolve {name} {ashape} * {kshape} ({path})",
+               "backend": backend, **{f"{what}_growth_bytes": b - f for what, f, b in
+                                      zip(("rss", "used", "held"), before, after)},
+               "rss_bytes": after[0], "held_bytes": after[2]}
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
 def write_rows(rows: list[dict], path: str | None) -> None:
     """The bench's rows as a JSON file at `path` (nothing where None)."""
     if path:
@@ -164,6 +204,8 @@ def main(argv=None) -> int:
         rows += conv_rows(backend, QUICK_CONV if args.quick else CONV, args.calls)
         rows += one_shot_rows(backend, QUICK_ONE_SHOT if args.quick else ONE_SHOT)
         rows += loop_rows(backend, (3, 128, 128) if args.quick else (3, 1024, 1024), args.calls)
+        rows += memory_rows(backend, (QUICK_CONV if args.quick else CONV)[0],
+                            200 if args.quick else 2000)
     write_rows(rows, args.out)
     return 0
 
