@@ -186,6 +186,31 @@ def _fft_steps(lay: ConvLayout) -> tuple | None:
     return tuple(x for c in calls for x in (c.jobs[0].shape, c.jobs[0].steps))
 
 
+def pruned_kernel_steps(lay: ConvLayout) -> tuple | None:
+    """The kernel's forward FFT split where its outermost convolved axis p is the array's
+    outermost axis longer than 1 and the kernel fills at most half of it: (p's kernel length,
+    upload shape and steps of the other axes' FFTs on only those rows, upload shape and steps
+    of p's FFT over the whole spectrum), or None. The rows past the kernel are zero, so their
+    transforms along the other axes are zero too and need not be run or even padded."""
+    f, p = lay.fshape, lay.axes[0]
+    kp = lay.input_shape(lay.kernel_shape)[p]
+    if len(lay.axes) < 2 or math.prod(f[:p]) != 1 or 2 * kp > f[p]:
+        return None
+    rows = f[:p] + (kp,) + f[p + 1:]
+    rest = lay.axes[1:]
+    if lay.real_fft:
+        spec = f[:-1] + (f[-1] // 2 + 1,)
+        calls = (steps_for("rfftn", rows, lay.dtype, axes=rest),
+                 steps_for("fftn", spec, complex_dtype(lay.dtype), axes=(p,)))
+    else:
+        cdtype = complex_dtype(lay.dtype)
+        calls = (steps_for("fftn", rows, cdtype, axes=rest),
+                 steps_for("fftn", f, cdtype, axes=(p,)))
+    if any(len(c.jobs) != 1 for c in calls):
+        return None
+    return (kp,) + tuple(x for c in calls for x in (c.jobs[0].shape, c.jobs[0].steps))
+
+
 class ConvolvePlan(DevicePlan):
     """A convolution of one layout as one device plan. A call binds "in" (the image, of
     `input_shape(image_shape)` and `data_dtype`), "out" (the result) and, where it binds
@@ -203,6 +228,7 @@ class ConvolvePlan(DevicePlan):
             cached_steps_plan(shape, tuple(st), dev, lay.precision)
             for shape, st in (steps[:2], steps[2:]))
         self.fits = self.fft is not None and all(p.spec.chunks == 1 for p in self.fft)
+        self.kernel_fft = None
         if not self.fits:
             return
         real = np.dtype(np.float32 if lay.precision == 32 else np.float64)
@@ -210,11 +236,14 @@ class ConvolvePlan(DevicePlan):
         c = () if lay.real_fft else (2 if lay.complex else 1,)
         self.padded_shape = lay.fshape + tail
         count = math.prod(self.fft[1].spec.shape)  # the spectrum's complex values
+        self.kernel_fft = self._pruned_plans()
+        kspans = [(0, n) for n in self.padded_shape]
+        if self.kernel_fft:  # the kernel's rows alone along its outermost axis
+            kspans[lay.axes[0]] = (0, self.kernel_fft[0])
         self._windows = {  # name -> (shape of the reals, spans, buffers between passes)
             name: (shape, spans) for name, shape, spans in (
                 ("in", lay.input_shape(lay.image_shape) + c, [(0, n) for n in self.padded_shape]),
-                ("kernel", lay.input_shape(lay.kernel_shape) + c,
-                 [(0, n) for n in self.padded_shape]),
+                ("kernel", lay.input_shape(lay.kernel_shape) + c, kspans),
                 ("out", self.padded_shape, list(lay.crop) + [(0, n) for n in c]))}
         self.real, self._between = real, {}
         for name, (shape, spans) in self._windows.items():
@@ -224,11 +253,40 @@ class ConvolvePlan(DevicePlan):
                  "spectrum": 2 * real.itemsize * count, "kspectrum": 2 * real.itemsize * count,
                  "product": 2 * real.itemsize * count}
         self.bufs = {n: dev.buffer(b, device_only=True) for n, b in sizes.items()}
+        if self.kernel_fft:  # the rows' spectra land in its start; the rest stays zero
+            sizes["krows"] = sizes["spectrum"]
+            self.bufs["krows"] = dev.buffer(sizes["krows"], np.zeros(sizes["krows"] // 4,
+                                                                     np.float32),
+                                            device_only=True)
         self.mul = product_pass(count, lay.precision, dev.info.limits)
         self.nbytes = sum(sizes.values()) + sum(b.nbytes for bs in self._between.values()
                                                 for b in bs)
         self.dispatch_count = len(self.flat_dispatches(
             {"in": self.bufs["product"], "out": self.bufs["spectrum"]}))
+
+    def _pruned_plans(self) -> tuple | None:
+        """(the kernel's rows, the FFT plan of the other axes on those rows, that of the
+        outermost axis) where pruned_kernel_steps splits the kernel's FFT and both fit one
+        submission, else None."""
+        steps = pruned_kernel_steps(self.layout)
+        if steps is None:
+            return None
+        plans = tuple(cached_steps_plan(shape, tuple(st), self.device, self.layout.precision)
+                      for shape, st in (steps[1:3], steps[3:]))
+        return (steps[0],) + plans if all(p.spec.chunks == 1 for p in plans) else None
+
+    def _kernel_spectrum(self, kernel) -> list:
+        """The kernel's pad and forward FFT into the kernel spectrum: pruned (its rows' FFTs
+        along the other axes, then the outermost axis' over the whole spectrum) where
+        kernel_fft is set."""
+        b = self.bufs
+        if not self.kernel_fft:
+            return [self._window("kernel", kernel, b["padded"]),
+                    self.fft[0].flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
+        _, rows, outer = self.kernel_fft
+        return [self._window("kernel", kernel, b["padded"]),
+                rows.flat_dispatches({"in": b["padded"], "out": b["krows"]}),
+                outer.flat_dispatches({"in": b["krows"], "out": b["kspectrum"]})]
 
     def _window(self, name, src, dst) -> list:
         shape, spans = self._windows[name]
@@ -239,8 +297,7 @@ class ConvolvePlan(DevicePlan):
         forward FFT, product, inverse FFT, crop: from "in" to "out"."""
         b, (fwd, inv), out = self.bufs, self.fft, []
         if "kernel" in resources:
-            out += [self._window("kernel", resources["kernel"], b["padded"]),
-                    fwd.flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
+            out += self._kernel_spectrum(resources["kernel"])
         if "in" in resources:
             out += [self._window("in", resources["in"], b["padded"]),
                     fwd.flat_dispatches({"in": b["padded"], "out": b["spectrum"]}),
