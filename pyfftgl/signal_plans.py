@@ -168,7 +168,7 @@ def window_plan(device, shape, spans, dtype) -> list:
         shape, spans, dtype.kind == "c", precision_of(dtype), device.info.limits)]
 
 
-def _fft_steps(lay: ConvLayout) -> tuple | None:
+def full_fft_steps(lay: ConvLayout) -> tuple | None:
     """(forward upload shape, forward steps, inverse upload shape, inverse steps) of a layout's
     transforms, or None where either needs more than one job (then no plan fits)."""
     f, axes = lay.fshape, lay.axes
@@ -211,7 +211,27 @@ def pruned_kernel_steps(lay: ConvLayout) -> tuple | None:
     return (kp,) + tuple(x for c in calls for x in (c.jobs[0].shape, c.jobs[0].steps))
 
 
-class ConvolvePlan(DevicePlan):
+class ConvolutionCalls(DevicePlan):
+    """What fftconvolve calls on a convolution's device plan (ConvolvePlan, the overlap-add
+    plan): host calls and queued device calls binding "in", "kernel" and "out"."""
+
+    layout: ConvLayout
+
+    def convolve_host(self, image: np.ndarray, kernel: np.ndarray | None = None) -> np.ndarray:
+        """The convolution of host arrays (prepared: input_shape, data_dtype, contiguous; the
+        kernel's spectrum kept where `kernel` is None): one upload of each, one submission, one
+        download, into and out of the plan's own buffers."""
+        lay = self.layout
+        inputs = {"in": image} if kernel is None else {"in": image, "kernel": kernel}
+        flat = self.host_call(inputs, math.prod(lay.out_shape) * lay.dtype.itemsize)
+        return flat.view(lay.dtype)[:math.prod(lay.out_shape)].reshape(lay.out_shape)
+
+    def device_call(self, resources: dict) -> None:
+        """Queue the call binding `resources` ("in", "out", "kernel": buffers) without waiting."""
+        self.submission(resources).run(wait=False)
+
+
+class ConvolvePlan(ConvolutionCalls):
     """A convolution of one layout as one device plan. A call binds "in" (the image, of
     `input_shape(image_shape)` and `data_dtype`), "out" (the result) and, where it binds
     "kernel" too (fftconvolve: the kernel is data like the image), computes the kernel's
@@ -223,7 +243,7 @@ class ConvolvePlan(DevicePlan):
     def __init__(self, lay: ConvLayout, device, cache_key=None):
         super().__init__(device, cache_key)
         self.layout, dev = lay, device
-        steps = _fft_steps(lay)
+        steps = full_fft_steps(lay)
         self.fft = None if steps is None else tuple(
             cached_steps_plan(shape, tuple(st), dev, lay.precision)
             for shape, st in (steps[:2], steps[2:]))
@@ -307,18 +327,6 @@ class ConvolvePlan(DevicePlan):
                     self._window("out", b["padded"], resources["out"])]
         return out
 
-    def convolve_host(self, image: np.ndarray, kernel: np.ndarray | None = None) -> np.ndarray:
-        """The convolution of host arrays (prepared: input_shape, data_dtype, contiguous; the
-        kernel's spectrum kept where `kernel` is None): one upload of each, one submission, one
-        download, into and out of the plan's own buffers."""
-        lay = self.layout
-        inputs = {"in": image} if kernel is None else {"in": image, "kernel": kernel}
-        flat = self.host_call(inputs, math.prod(lay.out_shape) * lay.dtype.itemsize)
-        return flat.view(lay.dtype)[:math.prod(lay.out_shape)].reshape(lay.out_shape)
-
-    def device_call(self, resources: dict) -> None:
-        """Queue the call binding `resources` ("in", "out", "kernel": buffers) without waiting."""
-        self.submission(resources).run(wait=False)
 
 
 class ConvolveCache(PlanCache):
