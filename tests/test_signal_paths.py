@@ -1,0 +1,105 @@
+"""fftconvolve's two cheaper kernel paths against scipy.signal.fftconvolve in float64, on both
+drivers: the pruned kernel spectrum (only the kernel's rows transformed along the inner axes)
+and overlap-add (one innermost axis with a short kernel, blocks whose FFT is one pass)."""
+import numpy as np
+import pytest
+import scipy.signal
+
+import pyfftgl
+import pyfftgl.signal as ps
+from pyfftgl.signal_blocks import OverlapAddPlan
+from pyfftgl.signal_plans import ConvolvePlan
+from conftest import EPS32
+
+MODES = ("full", "same", "valid")
+
+
+def _data(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _reference(a, b, mode):
+    """scipy's result in float64 (complex128), and the dtype scipy gives these inputs."""
+    wide = [x.astype(np.complex128 if x.dtype.kind == "c" else np.float64) for x in (a, b)]
+    small = [x[(slice(0, 1),) * x.ndim] for x in (a, b)]
+    return scipy.signal.fftconvolve(*wide, mode), scipy.signal.fftconvolve(*small).dtype
+
+
+def _plan_of(a, b):
+    """The cached plan of the last fftconvolve of arrays of a's and b's shapes and dtypes."""
+    dtype = _reference(a[:1], b[:1], "full")[1]
+    return [p for p in ps.convolve_cache.plans() if p and p.layout.image_shape == a.shape
+            and p.layout.kernel_shape == b.shape and p.layout.dtype == dtype][-1]
+
+
+def _check(backend, a, b, mode):
+    """Host and device calls (twice each: a new kernel each time) against scipy, within 8 eps
+    of the result's precision; the callers' arrays untouched. Returns the plan."""
+    ref, dtype = _reference(a, b, mode)
+    tol = 8 * (EPS32 if dtype in (np.float32, np.complex64) else np.finfo(float).eps)
+    a0, b0 = a.copy(), b.copy()
+    got = ps.fftconvolve(a, b, mode, backend=backend)
+    assert got.dtype == dtype and got.shape == ref.shape
+    assert np.linalg.norm(got - ref) <= tol * np.linalg.norm(ref)
+    for kernel in (b, np.flip(b).copy()):  # a new kernel in the same plan: a new spectrum
+        ref = _reference(a, kernel, mode)[0]
+        da, db = (pyfftgl.asarray(x, backend=backend) for x in (a, kernel))
+        out = ps.fftconvolve(da, db, mode)
+        assert isinstance(out, pyfftgl.DeviceArray)
+        assert np.linalg.norm(out.get() - ref) <= tol * np.linalg.norm(ref)
+        assert np.array_equal(da.get(), a) and np.array_equal(db.get(), kernel)
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)
+    return _plan_of(a, b)
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("mode", MODES)
+def test_pruned_kernel_spectrum(backend, mode):
+    """2-D and 3-D kernels much shorter than the padded outer axis: odd and even sizes, real,
+    complex and double data."""
+    rng = np.random.default_rng(7)
+    cases = [((40, 36), (7, 5), np.float32), ((33, 28), (6, 8), np.complex64),
+             ((30, 25), (5, 4), np.float64), ((20, 12, 6), (3, 5, 6), np.complex128)]
+    for ishape, kshape, dtype in cases:
+        plan = _check(backend, _data(rng, ishape, dtype), _data(rng, kshape, dtype), mode)
+        assert isinstance(plan, ConvolvePlan) and plan.kernel_fft is not None
+        assert plan.kernel_fft[0] == kshape[0]  # the kernel's rows, no more
+
+
+@pytest.mark.quick
+def test_pruned_kernel_longer_on_an_inner_axis(backend):
+    """A kernel longer than the image on the inner axis (full and same), and 'valid' with a
+    kernel larger on every axis (scipy swaps them: no pruning of the larger)."""
+    rng = np.random.default_rng(8)
+    a, b = _data(rng, (40, 10), np.float32), _data(rng, (5, 30), np.float32)
+    for mode in ("full", "same"):
+        assert _check(backend, a, b, mode).kernel_fft is not None
+    small, large = _data(rng, (6, 9), np.float32), _data(rng, (30, 20), np.float32)
+    assert _check(backend, small, large, "valid").kernel_fft is None
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("mode", MODES)
+def test_overlap_add(backend, mode):
+    """One innermost axis longer than one FFT pass on the software drivers, with a short
+    kernel: overlap-add's plan, for real, complex and double data, odd and even kernels."""
+    rng = np.random.default_rng(9)
+    cases = [((40000,), (101,), np.float32), ((33333,), (2000,), np.complex64),
+             ((1, 30001,), (1, 64), np.float64)]
+    for ishape, kshape, dtype in cases:
+        plan = _check(backend, _data(rng, ishape, dtype), _data(rng, kshape, dtype), mode)
+        assert isinstance(plan, OverlapAddPlan) and plan.blocks.count > 1
+        assert plan.blocks.step >= plan.blocks.length // 2
+
+
+@pytest.mark.quick
+def test_overlap_add_not_for_long_kernels(backend):
+    """A kernel longer than the image ('valid' swaps them) and one longer than half a block
+    take the whole padded FFT, as before."""
+    rng = np.random.default_rng(10)
+    a, b = _data(rng, (20000,), np.float32), _data(rng, (30000,), np.float32)
+    for mode in MODES:
+        assert isinstance(_check(backend, a, b, mode), ConvolvePlan)
