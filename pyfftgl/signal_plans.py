@@ -16,8 +16,9 @@ from ._validate import complex_dtype
 from .backends import on_device_lost, on_profile_change
 from .device_plan import DevicePlan, element_dispatches
 from .kinds import steps_for
-from .planner import precision_of, product_pass, window_passes
-from .plans import PlanCache, cached_steps_plan
+from .planner import (Storage, bounded_input, element_limits, plan_steps, precision_of,
+                      product_pass, window_passes)
+from .plans import PlanCache, TransformPlan, cached_steps_plan
 
 MODES = ("full", "same", "valid")
 
@@ -211,6 +212,18 @@ def pruned_kernel_steps(lay: ConvLayout) -> tuple | None:
     return (kp,) + tuple(x for c in calls for x in (c.jobs[0].shape, c.jobs[0].steps))
 
 
+def bounded_plan(shape, steps, device, precision: int, length: int) -> TransformPlan | None:
+    """The plan of `steps` on `shape` (as cached_steps_plan's) whose first pass reads only the
+    indices below `length` along its axis (planner.bounded_input), outside the plan cache (its
+    programs are cached as every plan's); None where the planner cannot bound it."""
+    storage = Storage(precision=precision)
+    limits = element_limits(device.info.limits, storage.dtype.itemsize)
+    spec = bounded_input(plan_steps(tuple(shape), list(steps), limits), length)
+    if spec is None:
+        return None
+    return TransformPlan(spec, device, limits, steps[0].norm, storage=storage)
+
+
 class ConvolutionCalls(DevicePlan):
     """What fftconvolve calls on a convolution's device plan (ConvolvePlan, the overlap-add
     plan): host calls and queued device calls binding "in", "kernel" and "out"."""
@@ -273,11 +286,15 @@ class ConvolvePlan(ConvolutionCalls):
                  "spectrum": 2 * real.itemsize * count, "kspectrum": 2 * real.itemsize * count,
                  "product": 2 * real.itemsize * count}
         self.bufs = {n: dev.buffer(b, device_only=True) for n, b in sizes.items()}
-        if self.kernel_fft:  # the rows' spectra land in its start; the rest stays zero
-            sizes["krows"] = sizes["spectrum"]
-            self.bufs["krows"] = dev.buffer(sizes["krows"], np.zeros(sizes["krows"] // 4,
-                                                                     np.float32),
-                                            device_only=True)
+        if self.kernel_fft:  # the rows' spectra; the rest zero, unless the outer FFT's
+            # first pass reads none of it
+            _, rows, outer, bounded = self.kernel_fft
+            sizes["krows"] = 2 * real.itemsize * (math.prod(rows.spec.out_shape) if bounded
+                                                  else count)
+            self.bufs["krows"] = dev.buffer(sizes["krows"], None if bounded else np.zeros(
+                sizes["krows"] // 4, np.float32), device_only=True)
+            if bounded:  # a plan of its own, outside the plan cache
+                sizes["outer plan"] = outer.nbytes
         self.mul = product_pass(count, lay.precision, dev.info.limits)
         self.nbytes = sum(sizes.values()) + sum(b.nbytes for bs in self._between.values()
                                                 for b in bs)
@@ -286,14 +303,18 @@ class ConvolvePlan(ConvolutionCalls):
 
     def _pruned_plans(self) -> tuple | None:
         """(the kernel's rows, the FFT plan of the other axes on those rows, that of the
-        outermost axis) where pruned_kernel_steps splits the kernel's FFT and both fit one
-        submission, else None."""
+        outermost axis, whether that one reads only the rows (bounded_plan)) where
+        pruned_kernel_steps splits the kernel's FFT and both fit one submission, else None."""
         steps = pruned_kernel_steps(self.layout)
         if steps is None:
             return None
-        plans = tuple(cached_steps_plan(shape, tuple(st), self.device, self.layout.precision)
-                      for shape, st in (steps[1:3], steps[3:]))
-        return (steps[0],) + plans if all(p.spec.chunks == 1 for p in plans) else None
+        prec = self.layout.precision
+        rows = cached_steps_plan(*steps[1:3], self.device, prec)
+        outer = bounded_plan(*steps[3:], self.device, prec, steps[0])
+        bounded = outer is not None
+        outer = outer or cached_steps_plan(*steps[3:], self.device, prec)
+        fit = rows.spec.chunks == outer.spec.chunks == 1
+        return (steps[0], rows, outer, bounded) if fit else None
 
     def _kernel_spectrum(self, kernel) -> list:
         """The kernel's pad and forward FFT into the kernel spectrum: pruned (its rows' FFTs
@@ -303,7 +324,7 @@ class ConvolvePlan(ConvolutionCalls):
         if not self.kernel_fft:
             return [self._window("kernel", kernel, b["padded"]),
                     self.fft[0].flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
-        _, rows, outer = self.kernel_fft
+        _, rows, outer, _ = self.kernel_fft
         return [self._window("kernel", kernel, b["padded"]),
                 rows.flat_dispatches({"in": b["padded"], "out": b["krows"]}),
                 outer.flat_dispatches({"in": b["krows"], "out": b["kspectrum"]})]

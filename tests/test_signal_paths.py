@@ -8,7 +8,7 @@ import scipy.signal
 import pyfftgl
 import pyfftgl.signal as ps
 from pyfftgl.signal_blocks import OverlapAddPlan
-from pyfftgl.signal_plans import ConvolvePlan
+from pyfftgl.signal_plans import ConvolvePlan, bounded_plan
 from conftest import EPS32
 
 MODES = ("full", "same", "valid")
@@ -66,7 +66,7 @@ def test_pruned_kernel_spectrum(backend, mode):
     for ishape, kshape, dtype in cases:
         plan = _check(backend, _data(rng, ishape, dtype), _data(rng, kshape, dtype), mode)
         assert isinstance(plan, ConvolvePlan) and plan.kernel_fft is not None
-        assert plan.kernel_fft[0] == kshape[0]  # the kernel's rows, no more
+        assert plan.kernel_fft[0] == kshape[0] and plan.kernel_fft[3]  # its rows, read alone
 
 
 @pytest.mark.quick
@@ -103,3 +103,24 @@ def test_overlap_add_not_for_long_kernels(backend):
     a, b = _data(rng, (20000,), np.float32), _data(rng, (30000,), np.float32)
     for mode in MODES:
         assert isinstance(_check(backend, a, b, mode), ConvolvePlan)
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("n", [300, 20000])  # one strided pass; a four-step plan's first
+def test_bounded_first_pass_reads_only_its_rows(backend, n):
+    """The outer axis' FFT of the pruned kernel path reads only the rows below its bound:
+    NaN past them in memory changes nothing, and the result is numpy's FFT of the rows
+    zero-padded to the axis' length."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((n, 6)) + 1j * rng.standard_normal((n, 6))).astype(np.complex64)
+    x[17:] = np.nan
+    device = pyfftgl.backends.get_device(backend)
+    plan = bounded_plan((n, 6), (pyfftgl.planner.Step("c2c", 0),), device, 32, 17)
+    assert plan is not None
+    d, out = pyfftgl.asarray(x, backend=backend), pyfftgl.asarray(np.zeros_like(x),
+                                                                  backend=backend)
+    plan.run({"in": d.buffer, "out": out.buffer})
+    padded = np.zeros((n, 6), np.complex128)
+    padded[:17] = x[:17]
+    ref = np.fft.fft(padded, axis=0)
+    assert np.linalg.norm(out.get() - ref) <= 8 * EPS32 * np.linalg.norm(ref)

@@ -227,3 +227,16 @@ def tighter(device: Limits, wanted: Limits | None) -> Limits:
     return Limits(**{f: getattr(device, f) if f in kept
                      else pick(getattr(device, f), getattr(wanted, f))
                      for f in Limits.__dataclass_fields__})
+
+
+def bounded_input(spec: TransformSpec, length: int) -> TransformSpec | None:
+    """`spec` with its first pass reading only the indices below `length` along its axis (the
+    rest of the input is zero, and is neither read nor needed in memory), or None where that
+    pass is not a Stockham pass on a strided axis of its own whose index it knows (its
+    layout's bound free; no chirp multiplying the input)."""
+    first = spec.passes[0]
+    if not isinstance(first, StockhamPass) or first.src is None or first.pre_mul is not None \
+            or first.real_pack or first.src.length is not None or first.src.dynamic:
+        return None
+    first = replace(first, src=replace(first.src, length=length))
+    return replace(spec, passes=(first,) + tuple(spec.passes[1:]))
