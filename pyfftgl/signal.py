@@ -314,7 +314,8 @@ def _planned(plan: ConvolutionCalls, a, b):
 
 def oaconvolve(in1, in2, mode="full", axes=None, *, backend=None):
     """Convolve two N-dimensional arrays using the overlap-add method, as
-    scipy.signal.oaconvolve: the same results and dtypes as fftconvolve. On the GPU the whole
-    padded array is one batch of FFTs, which is what overlap-add's blocks are for on a CPU, so
-    both functions compute it the same way."""
+    scipy.signal.oaconvolve: the same results and dtypes as fftconvolve, and the same plans:
+    overlap-add where one innermost axis is convolved with a kernel short enough for blocks
+    whose FFT is one pass (signal_blocks), else one batch of FFTs of the whole padded array,
+    which on the GPU is what overlap-add's blocks are for on a CPU."""
     return fftconvolve(in1, in2, mode=mode, axes=axes, backend=backend)
