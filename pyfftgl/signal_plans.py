@@ -212,16 +212,20 @@ def pruned_kernel_steps(lay: ConvLayout) -> tuple | None:
     return (kp,) + tuple(x for c in calls for x in (c.jobs[0].shape, c.jobs[0].steps))
 
 
-def bounded_plan(shape, steps, device, precision: int, length: int) -> TransformPlan | None:
+def bounded_plan(shape, steps, device, precision: int, length: int,
+                 buffers: dict | None = None) -> TransformPlan | None:
     """The plan of `steps` on `shape` (as cached_steps_plan's) whose first pass reads only the
     indices below `length` along its axis (planner.bounded_input), outside the plan cache (its
-    programs are cached as every plan's); None where the planner cannot bound it."""
+    programs are cached as every plan's); `buffers`: work buffers to use by name ("w0", "w1":
+    TransformPlan's). None where the planner cannot bound it."""
     storage = Storage(precision=precision)
     limits = element_limits(device.info.limits, storage.dtype.itemsize)
     spec = bounded_input(plan_steps(tuple(shape), list(steps), limits), length)
     if spec is None:
         return None
-    return TransformPlan(spec, device, limits, steps[0].norm, storage=storage)
+    names = {n for n, _ in spec.buffers}
+    return TransformPlan(spec, device, limits, steps[0].norm, storage=storage,
+                         buffers={n: b for n, b in (buffers or {}).items() if n in names})
 
 
 class ConvolutionCalls(DevicePlan):
@@ -269,10 +273,19 @@ class ConvolvePlan(ConvolutionCalls):
         c = () if lay.real_fft else (2 if lay.complex else 1,)
         self.padded_shape = lay.fshape + tail
         count = math.prod(self.fft[1].spec.shape)  # the spectrum's complex values
+        sizes = {"padded": real.itemsize * math.prod(self.padded_shape),
+                 "spectrum": 2 * real.itemsize * count, "kspectrum": 2 * real.itemsize * count,
+                 "product": 2 * real.itemsize * count}
+        self.bufs = {n: dev.buffer(b, device_only=True) for n, b in sizes.items()}
         self.kernel_fft = self._pruned_plans()
         kspans = [(0, n) for n in self.padded_shape]
         if self.kernel_fft:  # the kernel's rows alone along its outermost axis
-            kspans[lay.axes[0]] = (0, self.kernel_fft[0])
+            kp, rows, outer = self.kernel_fft
+            kspans[lay.axes[0]] = (0, kp)
+            sizes["krows"] = 2 * real.itemsize * math.prod(rows.spec.out_shape)
+            self.bufs["krows"] = dev.buffer(sizes["krows"], device_only=True)
+            sizes["outer plan"] = outer.nbytes - sum(  # its own: the tables
+                b.nbytes for b in outer.held_buffers().values() if b in self.bufs.values())
         self._windows = {  # name -> (shape of the reals, spans, buffers between passes)
             name: (shape, spans) for name, shape, spans in (
                 ("in", lay.input_shape(lay.image_shape) + c, [(0, n) for n in self.padded_shape]),
@@ -282,19 +295,6 @@ class ConvolvePlan(ConvolutionCalls):
         for name, (shape, spans) in self._windows.items():
             self._between[name] = [dev.buffer(b, device_only=True) for _, b in
                                    window_plan(dev, shape, spans, real)[:-1]]
-        sizes = {"padded": real.itemsize * math.prod(self.padded_shape),
-                 "spectrum": 2 * real.itemsize * count, "kspectrum": 2 * real.itemsize * count,
-                 "product": 2 * real.itemsize * count}
-        self.bufs = {n: dev.buffer(b, device_only=True) for n, b in sizes.items()}
-        if self.kernel_fft:  # the rows' spectra; the rest zero, unless the outer FFT's
-            # first pass reads none of it
-            _, rows, outer, bounded = self.kernel_fft
-            sizes["krows"] = 2 * real.itemsize * (math.prod(rows.spec.out_shape) if bounded
-                                                  else count)
-            self.bufs["krows"] = dev.buffer(sizes["krows"], None if bounded else np.zeros(
-                sizes["krows"] // 4, np.float32), device_only=True)
-            if bounded:  # a plan of its own, outside the plan cache
-                sizes["outer plan"] = outer.nbytes
         self.mul = product_pass(count, lay.precision, dev.info.limits)
         self.nbytes = sum(sizes.values()) + sum(b.nbytes for bs in self._between.values()
                                                 for b in bs)
@@ -303,18 +303,19 @@ class ConvolvePlan(ConvolutionCalls):
 
     def _pruned_plans(self) -> tuple | None:
         """(the kernel's rows, the FFT plan of the other axes on those rows, that of the
-        outermost axis, whether that one reads only the rows (bounded_plan)) where
+        outermost axis reading only those rows (bounded_plan), its work buffers the image's
+        product and spectrum, free while the kernel's spectrum is made) where
         pruned_kernel_steps splits the kernel's FFT and both fit one submission, else None."""
         steps = pruned_kernel_steps(self.layout)
         if steps is None:
             return None
-        prec = self.layout.precision
+        prec, b = self.layout.precision, self.bufs
         rows = cached_steps_plan(*steps[1:3], self.device, prec)
-        outer = bounded_plan(*steps[3:], self.device, prec, steps[0])
-        bounded = outer is not None
-        outer = outer or cached_steps_plan(*steps[3:], self.device, prec)
-        fit = rows.spec.chunks == outer.spec.chunks == 1
-        return (steps[0], rows, outer, bounded) if fit else None
+        outer = bounded_plan(*steps[3:], self.device, prec, steps[0],
+                             {"w0": b["product"], "w1": b["spectrum"]})
+        if outer is None or rows.spec.chunks != 1 or outer.spec.chunks != 1:
+            return None
+        return steps[0], rows, outer
 
     def _kernel_spectrum(self, kernel) -> list:
         """The kernel's pad and forward FFT into the kernel spectrum: pruned (its rows' FFTs
@@ -324,7 +325,7 @@ class ConvolvePlan(ConvolutionCalls):
         if not self.kernel_fft:
             return [self._window("kernel", kernel, b["padded"]),
                     self.fft[0].flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
-        _, rows, outer, _ = self.kernel_fft
+        _, rows, outer = self.kernel_fft
         return [self._window("kernel", kernel, b["padded"]),
                 rows.flat_dispatches({"in": b["padded"], "out": b["krows"]}),
                 outer.flat_dispatches({"in": b["krows"], "out": b["kspectrum"]})]
