@@ -27,13 +27,15 @@ BLOCK_LENGTHS = tuple(sorted((m << k for m in (1, 3) for k in range(9, 16)), rev
 
 @dataclass(frozen=True)
 class Blocks:
-    """`count` blocks of `length` elements, block b holding the image's [b step, b step +
-    step) and zeros after them; `steps`: (upload shape, steps) of the blocks' forward FFTs,
-    of their inverse, and of the kernel's forward FFT (one block)."""
+    """`count` blocks of `length` elements per line of the image (`lines` of them: the batch),
+    block b holding the line's [b step, b step + step) and zeros after them; `steps`: (upload
+    shape, steps) of the blocks' forward FFTs, of their inverse, and of the kernel's forward
+    FFT (one block)."""
 
     length: int
     step: int
     count: int
+    lines: int
     steps: tuple
 
 
@@ -63,12 +65,14 @@ def _passes(limits, precision: int, shape, steps):
 
 def overlap_add_blocks(lay: ConvLayout, limits, full_steps: tuple | None) -> Blocks | None:
     """The blocks of an overlap-add convolution of `lay`, or None where it does not apply: one
-    axis convolved, the innermost, no batch; the kernel at most half a block whose FFT is one
-    pass; the whole padded length's FFT (`full_steps`: full_fft_steps) several."""
+    axis convolved, the innermost, the kernel a single line (the image may be a batch); the
+    kernel at most half a block whose FFT is one pass; the whole padded length's FFT
+    (`full_steps`: full_fft_steps) several."""
     ax = lay.axes
-    if len(ax) != 1 or ax[0] != len(lay.fshape) - 1 or math.prod(lay.batch[:-1]) != 1 or \
-            full_steps is None or not (lay.real_fft or lay.complex):
+    if len(ax) != 1 or ax[0] != len(lay.fshape) - 1 or math.prod(lay.kernel_shape[:-1]) != 1 \
+            or full_steps is None or not (lay.real_fft or lay.complex):
         return None
+    lines = math.prod(lay.batch[:-1])
     n, k = lay.image_shape[-1], lay.kernel_shape[-1]
     if len(_passes(limits, lay.precision, *full_steps[:2])[0]) < 2:
         return None
@@ -77,10 +81,10 @@ def overlap_add_blocks(lay: ConvLayout, limits, full_steps: tuple | None) -> Blo
         if step < length // 2 or length >= lay.fshape[-1]:
             continue
         count = -(-n // step)
-        steps = _block_steps(lay, count, length)
+        steps = _block_steps(lay, lines * count, length)
         planned = [_passes(limits, lay.precision, *s) for s in steps]
         if all(len(p) == 1 and c == 1 for p, c in planned):
-            return Blocks(length, step, count, steps)
+            return Blocks(length, step, count, lines, steps)
     return None
 
 
@@ -97,19 +101,19 @@ class OverlapAddPlan(ConvolutionCalls):
                                           for shape, st in blocks.steps)
         self.real = np.dtype(np.float32 if lay.precision == 32 else np.float64)
         self.inner = 1 if lay.real_fft else 2
-        limits, length, bc = dev.info.limits, blocks.length, blocks.count
+        limits, length, bc, lines = dev.info.limits, blocks.length, blocks.count, blocks.lines
         count = math.prod(self.fft.spec.out_shape)  # the blocks' spectra's complex values
         kcount = math.prod(self.kfft.spec.out_shape)
         item = self.real.itemsize
-        sizes = {"blocks": item * bc * length * self.inner, "spectrum": 2 * item * count,
+        sizes = {"blocks": item * lines * bc * length * self.inner, "spectrum": 2 * item * count,
                  "product": 2 * item * count, "kpadded": item * length * self.inner,
                  "kspectrum": 2 * item * kcount}
         self.bufs = {n: dev.buffer(b, device_only=True) for n, b in sizes.items()}
         n = lay.image_shape[-1]
-        self.cut = blocks_pass(1, n, bc, blocks.step, length, self.inner, lay.precision,
+        self.cut = blocks_pass(lines, n, bc, blocks.step, length, self.inner, lay.precision,
                                limits)
         self.mul = product_pass(count, lay.precision, limits, period=kcount)
-        self.add = overlap_add_pass(1, bc, blocks.step, length, lay.crop[-1], self.inner,
+        self.add = overlap_add_pass(lines, bc, blocks.step, length, lay.crop[-1], self.inner,
                                     lay.precision, limits)
         self.nbytes = sum(sizes.values())
         self.dispatch_count = len(self.flat_dispatches(

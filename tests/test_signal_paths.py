@@ -98,13 +98,15 @@ def test_pruned_kernel_longer_on_an_inner_axis(backend):
 @pytest.mark.parametrize("mode", MODES)
 def test_overlap_add(backend, mode):
     """One innermost axis longer than one FFT pass on the software drivers, with a short
-    kernel: overlap-add's plan, for real, complex and double data, odd and even kernels."""
+    kernel: overlap-add's plan, for real, complex and double data, odd and even kernels, one
+    line or a batch."""
     rng = np.random.default_rng(9)
     cases = [((40000,), (101,), np.float32), ((33333,), (2000,), np.complex64),
-             ((1, 30001,), (1, 64), np.float64)]
-    for ishape, kshape, dtype in cases:
+             ((1, 30001,), (1, 64), np.float64), ((3, 20000), (1, 31), np.complex64)]
+    for ishape, kshape, dtype in cases:  # the last: a batch of lines, one kernel
         plan = _check(backend, _data(rng, ishape, dtype), _data(rng, kshape, dtype), mode)
         assert isinstance(plan, OverlapAddPlan) and plan.blocks.count > 1
+        assert plan.blocks.lines == (ishape[0] if len(ishape) > 1 else 1)
         assert plan.blocks.step >= plan.blocks.length // 2
 
 
