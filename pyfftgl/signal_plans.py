@@ -188,14 +188,14 @@ def full_fft_steps(lay: ConvLayout) -> tuple | None:
 
 
 def pruned_kernel_steps(lay: ConvLayout) -> tuple | None:
-    """The kernel's forward FFT split where its outermost convolved axis p is the array's
-    outermost axis longer than 1 and the kernel fills at most half of it: (p's kernel length,
-    upload shape and steps of the other axes' FFTs on only those rows, upload shape and steps
-    of p's FFT over the whole spectrum), or None. The rows past the kernel are zero, so their
-    transforms along the other axes are zero too and need not be run or even padded."""
+    """The kernel's forward FFT split where the kernel fills at most half of its outermost
+    convolved axis p (of several): (p's kernel length, upload shape and steps of the other
+    axes' FFTs on only those rows, upload shape and steps of p's FFT over the whole
+    spectrum), or None. The rows past the kernel are zero, so their transforms along the other
+    axes are zero too and need not be run, padded or stored."""
     f, p = lay.fshape, lay.axes[0]
     kp = lay.input_shape(lay.kernel_shape)[p]
-    if len(lay.axes) < 2 or math.prod(f[:p]) != 1 or 2 * kp > f[p]:
+    if len(lay.axes) < 2 or 2 * kp > f[p]:
         return None
     rows = f[:p] + (kp,) + f[p + 1:]
     rest = lay.axes[1:]
@@ -214,13 +214,13 @@ def pruned_kernel_steps(lay: ConvLayout) -> tuple | None:
 
 def bounded_plan(shape, steps, device, precision: int, length: int,
                  buffers: dict | None = None) -> TransformPlan | None:
-    """The plan of `steps` on `shape` (as cached_steps_plan's) whose first pass reads only the
-    indices below `length` along its axis (planner.bounded_input), outside the plan cache (its
-    programs are cached as every plan's); `buffers`: work buffers to use by name ("w0", "w1":
-    TransformPlan's). None where the planner cannot bound it."""
+    """The plan of one step on `shape` (as cached_steps_plan's) whose input holds only the
+    indices below `length` along its axis (planner.bounded_input: `shape` with `length` there),
+    outside the plan cache (its programs are cached as every plan's); `buffers`: work buffers
+    to use by name ("w0", "w1": TransformPlan's). None where the planner cannot bound it."""
     storage = Storage(precision=precision)
     limits = element_limits(device.info.limits, storage.dtype.itemsize)
-    spec = bounded_input(plan_steps(tuple(shape), list(steps), limits), length)
+    spec = bounded_input(plan_steps(tuple(shape), list(steps), limits), steps[0].axis, length)
     if spec is None:
         return None
     names = {n for n, _ in spec.buffers}

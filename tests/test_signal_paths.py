@@ -59,14 +59,15 @@ def _check(backend, a, b, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_pruned_kernel_spectrum(backend, mode):
     """2-D and 3-D kernels much shorter than the padded outer axis: odd and even sizes, real,
-    complex and double data."""
+    complex and double data, batches of images in front (the kernel broadcast)."""
     rng = np.random.default_rng(7)
-    cases = [((40, 36), (7, 5), np.float32), ((33, 28), (6, 8), np.complex64),
-             ((30, 25), (5, 4), np.float64), ((20, 12, 6), (3, 5, 6), np.complex128)]
-    for ishape, kshape, dtype in cases:
+    cases = [((40, 36), (7, 5), np.float32, 7), ((33, 28), (6, 8), np.complex64, 6),
+             ((30, 25), (5, 4), np.float64, 5), ((20, 12, 6), (3, 5, 6), np.complex128, 3),
+             ((3, 30, 20), (1, 7, 4), np.float32, 7), ((2, 3, 30, 20), (1, 1, 6, 5), np.float32, 6)]
+    for ishape, kshape, dtype, rows in cases:  # rows: the kernel's along its outermost axis
         plan = _check(backend, _data(rng, ishape, dtype), _data(rng, kshape, dtype), mode)
         assert isinstance(plan, ConvolvePlan) and plan.kernel_fft is not None
-        assert plan.kernel_fft[0] == kshape[0]  # the kernel's rows, no more
+        assert plan.kernel_fft[0] == rows
 
 
 @pytest.mark.quick
@@ -80,6 +81,10 @@ def test_pruned_kernel_spectrum_multipass_outer_axis(backend, mode):
     for dtype in (np.float32, np.complex128):
         plan = _check(backend, _data(rng, (9000, 4), dtype), _data(rng, (5, 3), dtype), mode)
         assert plan.kernel_fft is not None and len(plan.kernel_fft[2].spec.passes) > 1
+    # a batch of two images in front, one kernel (broadcast): the rows stored per image
+    a, b = _data(rng, (2, 9000, 4), np.float32), _data(rng, (1, 5, 3), np.float32)
+    plan = _check(backend, a, b, mode)
+    assert plan.kernel_fft is not None and len(plan.kernel_fft[2].spec.passes) > 1
 
 
 @pytest.mark.quick
