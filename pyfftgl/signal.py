@@ -22,9 +22,10 @@ from .backends import get_device
 from .device_array import DeviceArray, asarray
 from .device_plan import element_dispatches, run_once
 from .planner import precision_of, product_pass
-from .signal_plans import (MODES, ConvolvePlan, as_shape, check_dtype, conv_layout,
-                           convolve_cache, next_fast_len, result_dtype, window_chain,
-                           window_plan)
+from .signal_blocks import OverlapAddPlan, overlap_add_blocks
+from .signal_plans import (MODES, ConvolutionCalls, ConvolvePlan, as_shape, check_dtype,
+                           conv_layout, convolve_cache, full_fft_steps, next_fast_len,
+                           result_dtype, window_chain, window_plan)
 
 __all__ = ["fftconvolve", "oaconvolve", "Convolver", "next_fast_len", "convolve_cache"]
 
@@ -278,15 +279,18 @@ def fftconvolve(in1, in2, mode="full", axes=None, *, backend=None):
     def build():
         lay = conv_layout(a.shape, da, b.shape, db, mode, axes)
         dev.check_precision(lay.precision)
-        plan = ConvolvePlan(lay, dev, key) if lay.axes else None
-        return plan if plan is not None and plan.fits else False
+        if not lay.axes:
+            return False
+        blocks = overlap_add_blocks(lay, dev.info.limits, full_fft_steps(lay))
+        plan = OverlapAddPlan(lay, dev, blocks, key) if blocks else ConvolvePlan(lay, dev, key)
+        return plan if plan.fits else False
     plan = convolve_cache.get(key, build)
     if not plan:  # no axis to transform, or FFTs of several submissions
         return Convolver(b, a.shape, mode=mode, axes=axes, dtype=da, backend=dev)(a)
     return _planned(plan, a, b)
 
 
-def _planned(plan: ConvolvePlan, a, b):
+def _planned(plan: ConvolutionCalls, a, b):
     """fftconvolve(a, b) through its cached plan: the kernel's spectrum and the convolution
     in one submission."""
     lay, dev = plan.layout, plan.device
@@ -310,7 +314,8 @@ def _planned(plan: ConvolvePlan, a, b):
 
 def oaconvolve(in1, in2, mode="full", axes=None, *, backend=None):
     """Convolve two N-dimensional arrays using the overlap-add method, as
-    scipy.signal.oaconvolve: the same results and dtypes as fftconvolve. On the GPU the whole
-    padded array is one batch of FFTs, which is what overlap-add's blocks are for on a CPU, so
-    both functions compute it the same way."""
+    scipy.signal.oaconvolve: the same results and dtypes as fftconvolve, and the same plans:
+    overlap-add where one innermost axis is convolved with a kernel short enough for blocks
+    whose FFT is one pass (signal_blocks), else one batch of FFTs of the whole padded array,
+    which on the GPU is what overlap-add's blocks are for on a CPU."""
     return fftconvolve(in1, in2, mode=mode, axes=axes, backend=backend)

@@ -16,8 +16,9 @@ from ._validate import complex_dtype
 from .backends import on_device_lost, on_profile_change
 from .device_plan import DevicePlan, element_dispatches
 from .kinds import steps_for
-from .planner import precision_of, product_pass, window_passes
-from .plans import PlanCache, cached_steps_plan
+from .planner import (Storage, bounded_input, element_limits, plan_steps, precision_of,
+                      product_pass, window_passes)
+from .plans import PlanCache, TransformPlan, cached_steps_plan
 
 MODES = ("full", "same", "valid")
 
@@ -168,7 +169,7 @@ def window_plan(device, shape, spans, dtype) -> list:
         shape, spans, dtype.kind == "c", precision_of(dtype), device.info.limits)]
 
 
-def _fft_steps(lay: ConvLayout) -> tuple | None:
+def full_fft_steps(lay: ConvLayout) -> tuple | None:
     """(forward upload shape, forward steps, inverse upload shape, inverse steps) of a layout's
     transforms, or None where either needs more than one job (then no plan fits)."""
     f, axes = lay.fshape, lay.axes
@@ -186,69 +187,52 @@ def _fft_steps(lay: ConvLayout) -> tuple | None:
     return tuple(x for c in calls for x in (c.jobs[0].shape, c.jobs[0].steps))
 
 
-class ConvolvePlan(DevicePlan):
-    """A convolution of one layout as one device plan. A call binds "in" (the image, of
-    `input_shape(image_shape)` and `data_dtype`), "out" (the result) and, where it binds
-    "kernel" too (fftconvolve: the kernel is data like the image), computes the kernel's
-    spectrum in the same submission; without it the spectrum computed last stays (Convolver's
-    calls). Complex transforms run on the reals with a trailing axis of 2 (1 for real data,
-    padded to 2: the window passes widen and narrow it). `fits` is False where the FFTs need
-    several submissions (then nothing is allocated)."""
+def pruned_kernel_steps(lay: ConvLayout) -> tuple | None:
+    """The kernel's forward FFT split where the kernel fills at most half of its outermost
+    convolved axis p (of several): (p's kernel length, upload shape and steps of the other
+    axes' FFTs on only those rows, upload shape and steps of p's FFT over the whole
+    spectrum), or None. The rows past the kernel are zero, so their transforms along the other
+    axes are zero too and need not be run, padded or stored."""
+    f, p = lay.fshape, lay.axes[0]
+    kp = lay.input_shape(lay.kernel_shape)[p]
+    if len(lay.axes) < 2 or 2 * kp > f[p]:
+        return None
+    rows = f[:p] + (kp,) + f[p + 1:]
+    rest = lay.axes[1:]
+    if lay.real_fft:
+        spec = f[:-1] + (f[-1] // 2 + 1,)
+        calls = (steps_for("rfftn", rows, lay.dtype, axes=rest),
+                 steps_for("fftn", spec, complex_dtype(lay.dtype), axes=(p,)))
+    else:
+        cdtype = complex_dtype(lay.dtype)
+        calls = (steps_for("fftn", rows, cdtype, axes=rest),
+                 steps_for("fftn", f, cdtype, axes=(p,)))
+    if any(len(c.jobs) != 1 for c in calls):
+        return None
+    return (kp,) + tuple(x for c in calls for x in (c.jobs[0].shape, c.jobs[0].steps))
 
-    def __init__(self, lay: ConvLayout, device, cache_key=None):
-        super().__init__(device, cache_key)
-        self.layout, dev = lay, device
-        steps = _fft_steps(lay)
-        self.fft = None if steps is None else tuple(
-            cached_steps_plan(shape, tuple(st), dev, lay.precision)
-            for shape, st in (steps[:2], steps[2:]))
-        self.fits = self.fft is not None and all(p.spec.chunks == 1 for p in self.fft)
-        if not self.fits:
-            return
-        real = np.dtype(np.float32 if lay.precision == 32 else np.float64)
-        tail = () if lay.real_fft else (2,)
-        c = () if lay.real_fft else (2 if lay.complex else 1,)
-        self.padded_shape = lay.fshape + tail
-        count = math.prod(self.fft[1].spec.shape)  # the spectrum's complex values
-        self._windows = {  # name -> (shape of the reals, spans, buffers between passes)
-            name: (shape, spans) for name, shape, spans in (
-                ("in", lay.input_shape(lay.image_shape) + c, [(0, n) for n in self.padded_shape]),
-                ("kernel", lay.input_shape(lay.kernel_shape) + c,
-                 [(0, n) for n in self.padded_shape]),
-                ("out", self.padded_shape, list(lay.crop) + [(0, n) for n in c]))}
-        self.real, self._between = real, {}
-        for name, (shape, spans) in self._windows.items():
-            self._between[name] = [dev.buffer(b, device_only=True) for _, b in
-                                   window_plan(dev, shape, spans, real)[:-1]]
-        sizes = {"padded": real.itemsize * math.prod(self.padded_shape),
-                 "spectrum": 2 * real.itemsize * count, "kspectrum": 2 * real.itemsize * count,
-                 "product": 2 * real.itemsize * count}
-        self.bufs = {n: dev.buffer(b, device_only=True) for n, b in sizes.items()}
-        self.mul = product_pass(count, lay.precision, dev.info.limits)
-        self.nbytes = sum(sizes.values()) + sum(b.nbytes for bs in self._between.values()
-                                                for b in bs)
-        self.dispatch_count = len(self.flat_dispatches(
-            {"in": self.bufs["product"], "out": self.bufs["spectrum"]}))
 
-    def _window(self, name, src, dst) -> list:
-        shape, spans = self._windows[name]
-        return window_chain(self.device, shape, spans, self.real, src, self._between[name], dst)
+def bounded_plan(shape, steps, device, precision: int, length: int,
+                 buffers: dict | None = None) -> TransformPlan | None:
+    """The plan of one step on `shape` (as cached_steps_plan's) whose input holds only the
+    indices below `length` along its axis (planner.bounded_input: `shape` with `length` there),
+    outside the plan cache (its programs are cached as every plan's); `buffers`: work buffers
+    to use by name ("w0", "w1": TransformPlan's). None where the planner cannot bound it."""
+    storage = Storage(precision=precision)
+    limits = element_limits(device.info.limits, storage.dtype.itemsize)
+    spec = bounded_input(plan_steps(tuple(shape), list(steps), limits), steps[0].axis, length)
+    if spec is None:
+        return None
+    names = {n for n, _ in spec.buffers}
+    return TransformPlan(spec, device, limits, steps[0].norm, storage=storage,
+                         buffers={n: b for n, b in (buffers or {}).items() if n in names})
 
-    def dispatches(self, resources: dict | None = None) -> list[list]:
-        """[the kernel's pad and forward FFT, where "kernel" is bound], the image's pad,
-        forward FFT, product, inverse FFT, crop: from "in" to "out"."""
-        b, (fwd, inv), out = self.bufs, self.fft, []
-        if "kernel" in resources:
-            out += [self._window("kernel", resources["kernel"], b["padded"]),
-                    fwd.flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
-        if "in" in resources:
-            out += [self._window("in", resources["in"], b["padded"]),
-                    fwd.flat_dispatches({"in": b["padded"], "out": b["spectrum"]}),
-                    element_dispatches(self.device, self.mul,
-                                       (b["spectrum"], b["product"], b["kspectrum"])),
-                    inv.flat_dispatches({"in": b["product"], "out": b["padded"]}),
-                    self._window("out", b["padded"], resources["out"])]
-        return out
+
+class ConvolutionCalls(DevicePlan):
+    """What fftconvolve calls on a convolution's device plan (ConvolvePlan, the overlap-add
+    plan): host calls and queued device calls binding "in", "kernel" and "out"."""
+
+    layout: ConvLayout
 
     def convolve_host(self, image: np.ndarray, kernel: np.ndarray | None = None) -> np.ndarray:
         """The convolution of host arrays (prepared: input_shape, data_dtype, contiguous; the
@@ -262,6 +246,109 @@ class ConvolvePlan(DevicePlan):
     def device_call(self, resources: dict) -> None:
         """Queue the call binding `resources` ("in", "out", "kernel": buffers) without waiting."""
         self.submission(resources).run(wait=False)
+
+
+class ConvolvePlan(ConvolutionCalls):
+    """A convolution of one layout as one device plan. A call binds "in" (the image, of
+    `input_shape(image_shape)` and `data_dtype`), "out" (the result) and, where it binds
+    "kernel" too (fftconvolve: the kernel is data like the image), computes the kernel's
+    spectrum in the same submission; without it the spectrum computed last stays (Convolver's
+    calls). Complex transforms run on the reals with a trailing axis of 2 (1 for real data,
+    padded to 2: the window passes widen and narrow it). `fits` is False where the FFTs need
+    several submissions (then nothing is allocated)."""
+
+    def __init__(self, lay: ConvLayout, device, cache_key=None):
+        super().__init__(device, cache_key)
+        self.layout, dev = lay, device
+        steps = full_fft_steps(lay)
+        self.fft = None if steps is None else tuple(
+            cached_steps_plan(shape, tuple(st), dev, lay.precision)
+            for shape, st in (steps[:2], steps[2:]))
+        self.fits = self.fft is not None and all(p.spec.chunks == 1 for p in self.fft)
+        self.kernel_fft = None
+        if not self.fits:
+            return
+        real = np.dtype(np.float32 if lay.precision == 32 else np.float64)
+        tail = () if lay.real_fft else (2,)
+        c = () if lay.real_fft else (2 if lay.complex else 1,)
+        self.padded_shape = lay.fshape + tail
+        count = math.prod(self.fft[1].spec.shape)  # the spectrum's complex values
+        sizes = {"padded": real.itemsize * math.prod(self.padded_shape),
+                 "spectrum": 2 * real.itemsize * count, "kspectrum": 2 * real.itemsize * count,
+                 "product": 2 * real.itemsize * count}
+        self.bufs = {n: dev.buffer(b, device_only=True) for n, b in sizes.items()}
+        self.kernel_fft = self._pruned_plans()
+        kspans = [(0, n) for n in self.padded_shape]
+        if self.kernel_fft:  # the kernel's rows alone along its outermost axis
+            kp, rows, outer = self.kernel_fft
+            kspans[lay.axes[0]] = (0, kp)
+            sizes["krows"] = 2 * real.itemsize * math.prod(rows.spec.out_shape)
+            self.bufs["krows"] = dev.buffer(sizes["krows"], device_only=True)
+            sizes["outer plan"] = outer.nbytes - sum(  # its own: the tables
+                b.nbytes for b in outer.held_buffers().values() if b in self.bufs.values())
+        self._windows = {  # name -> (shape of the reals, spans, buffers between passes)
+            name: (shape, spans) for name, shape, spans in (
+                ("in", lay.input_shape(lay.image_shape) + c, [(0, n) for n in self.padded_shape]),
+                ("kernel", lay.input_shape(lay.kernel_shape) + c, kspans),
+                ("out", self.padded_shape, list(lay.crop) + [(0, n) for n in c]))}
+        self.real, self._between = real, {}
+        for name, (shape, spans) in self._windows.items():
+            self._between[name] = [dev.buffer(b, device_only=True) for _, b in
+                                   window_plan(dev, shape, spans, real)[:-1]]
+        self.mul = product_pass(count, lay.precision, dev.info.limits)
+        self.nbytes = sum(sizes.values()) + sum(b.nbytes for bs in self._between.values()
+                                                for b in bs)
+        self.dispatch_count = len(self.flat_dispatches(
+            {"in": self.bufs["product"], "out": self.bufs["spectrum"]}))
+
+    def _pruned_plans(self) -> tuple | None:
+        """(the kernel's rows, the FFT plan of the other axes on those rows, that of the
+        outermost axis reading only those rows (bounded_plan), its work buffers the image's
+        product and spectrum, free while the kernel's spectrum is made) where
+        pruned_kernel_steps splits the kernel's FFT and both fit one submission, else None."""
+        steps = pruned_kernel_steps(self.layout)
+        if steps is None:
+            return None
+        prec, b = self.layout.precision, self.bufs
+        rows = cached_steps_plan(*steps[1:3], self.device, prec)
+        outer = bounded_plan(*steps[3:], self.device, prec, steps[0],
+                             {"w0": b["product"], "w1": b["spectrum"]})
+        if outer is None or rows.spec.chunks != 1 or outer.spec.chunks != 1:
+            return None
+        return steps[0], rows, outer
+
+    def _kernel_spectrum(self, kernel) -> list:
+        """The kernel's pad and forward FFT into the kernel spectrum: pruned (its rows' FFTs
+        along the other axes, then the outermost axis' over the whole spectrum) where
+        kernel_fft is set."""
+        b = self.bufs
+        if not self.kernel_fft:
+            return [self._window("kernel", kernel, b["padded"]),
+                    self.fft[0].flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
+        _, rows, outer = self.kernel_fft
+        return [self._window("kernel", kernel, b["padded"]),
+                rows.flat_dispatches({"in": b["padded"], "out": b["krows"]}),
+                outer.flat_dispatches({"in": b["krows"], "out": b["kspectrum"]})]
+
+    def _window(self, name, src, dst) -> list:
+        shape, spans = self._windows[name]
+        return window_chain(self.device, shape, spans, self.real, src, self._between[name], dst)
+
+    def dispatches(self, resources: dict | None = None) -> list[list]:
+        """[the kernel's pad and forward FFT, where "kernel" is bound], the image's pad,
+        forward FFT, product, inverse FFT, crop: from "in" to "out"."""
+        b, (fwd, inv), out = self.bufs, self.fft, []
+        if "kernel" in resources:
+            out += self._kernel_spectrum(resources["kernel"])
+        if "in" in resources:
+            out += [self._window("in", resources["in"], b["padded"]),
+                    fwd.flat_dispatches({"in": b["padded"], "out": b["spectrum"]}),
+                    element_dispatches(self.device, self.mul,
+                                       (b["spectrum"], b["product"], b["kspectrum"])),
+                    inv.flat_dispatches({"in": b["product"], "out": b["padded"]}),
+                    self._window("out", b["padded"], resources["out"])]
+        return out
+
 
 
 class ConvolveCache(PlanCache):

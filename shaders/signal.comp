@@ -2,7 +2,13 @@
 // STAGE_WINDOW: reals (outer, ns1, ns2, inner) -> (outer, n1, n2, inner),
 //   y[o, j, l, i] = x[o, j + off1, l + off2, i] where that is inside the input, else 0: the zero
 //   padding before the FFT and the mode's crop after it, two neighbouring axes in one pass.
-// STAGE_CMUL: the product of two spectra, complex element by element.
+// STAGE_CMUL: the product of two spectra, complex element by element; with CMUL_PERIOD the
+//   second is one block's spectrum of n1 values, the same for every block (overlap-add).
+// STAGE_BLOCKS: reals (outer, ns1, inner) -> (outer, n1, n2, inner), overlap-add's blocks:
+//   y[o, b, t, i] = x[o, b ns2 + t, i] for t < ns2 inside the input, else 0.
+// STAGE_OVERLAP_ADD: the reverse, the blocks' convolutions summed where they overlap and the
+//   mode's part cut out: reals (outer, ns1, n2, inner) -> (outer, n1, inner),
+//   y[o, j, i] = sum over blocks b with 0 <= s - b ns2 < n2 of x[o, b, s - b ns2, i], s = j + off1.
 
 #include "common.glsl"
 
@@ -15,7 +21,7 @@ layout(local_size_x = LOCAL, local_size_y = 1, local_size_z = 1) in;
 PUSH_CONSTANTS(uint total; uint group_base; uint ns1; uint n1; uint off1; uint ns2; uint n2;
                uint off2; uint inner;)
 
-#if defined(STAGE_WINDOW)
+#if defined(STAGE_WINDOW) || defined(STAGE_BLOCKS) || defined(STAGE_OVERLAP_ADD)
 layout(std430, binding = 0) restrict readonly buffer Src { REAL src[]; };
 layout(std430, binding = 1) restrict writeonly buffer Dst { REAL dst[]; };
 #elif defined(STAGE_CMUL)
@@ -23,7 +29,7 @@ layout(std430, binding = 0) restrict readonly buffer Src { VEC2 src[]; };
 layout(std430, binding = 1) restrict writeonly buffer Dst { VEC2 dst[]; };
 layout(std430, binding = 2) restrict readonly buffer Other { VEC2 other[]; };
 #else
-#error "define STAGE_WINDOW or STAGE_CMUL"
+#error "define STAGE_WINDOW, STAGE_CMUL, STAGE_BLOCKS or STAGE_OVERLAP_ADD"
 #endif
 
 void main() {
@@ -35,6 +41,26 @@ void main() {
     uint s1 = j + pc.off1, s2 = l + pc.off2;
     dst[g] = s1 < pc.ns1 && s2 < pc.ns2
         ? src[((o * pc.ns1 + s1) * pc.ns2 + s2) * pc.inner + i] : REAL(0);
+#elif defined(STAGE_BLOCKS)
+    uint i = g % pc.inner, r = g / pc.inner;
+    uint t = r % pc.n2, b = (r / pc.n2) % pc.n1, o = r / (pc.n2 * pc.n1);
+    uint s = b * pc.ns2 + t;
+    dst[g] = t < pc.ns2 && s < pc.ns1 ? src[(o * pc.ns1 + s) * pc.inner + i] : REAL(0);
+#elif defined(STAGE_OVERLAP_ADD)
+    uint i = g % pc.inner, r = g / pc.inner;
+    uint j = r % pc.n1, o = r / pc.n1;
+    uint s = j + pc.off1;
+    uint b = min(s / pc.ns2, pc.ns1 - 1u);
+    REAL acc = REAL(0);
+    // the blocks whose span [b ns2, b ns2 + n2) holds s, the last first
+    for (uint t = s - b * pc.ns2; t < pc.n2; t += pc.ns2) {
+        acc += src[((o * pc.ns1 + b) * pc.n2 + t) * pc.inner + i];
+        if (b == 0u) break;
+        b -= 1u;
+    }
+    dst[g] = acc;
+#elif defined(CMUL_PERIOD)
+    dst[g] = cmul(src[g], other[g % pc.n1]);
 #else
     dst[g] = cmul(src[g], other[g]);
 #endif

@@ -227,3 +227,18 @@ def tighter(device: Limits, wanted: Limits | None) -> Limits:
     return Limits(**{f: getattr(device, f) if f in kept
                      else pick(getattr(device, f), getattr(wanted, f))
                      for f in Limits.__dataclass_fields__})
+
+
+def bounded_input(spec: TransformSpec, axis: int, length: int) -> TransformSpec | None:
+    """`spec` (one transformed `axis`) with its first pass reading only the indices below
+    `length` along that axis from an input holding only those: `length` rows in place of
+    the axis' own, the rest zero and not stored. None where that pass is not a Stockham pass
+    on the strided axis whose index it knows (its layout's bound free, its batch stride the
+    array's extent from `axis` on; no chirp multiplying the input)."""
+    first, inner = spec.passes[0], math.prod(spec.shape[axis + 1:])
+    if not isinstance(first, StockhamPass) or first.src is None or first.pre_mul is not None \
+            or first.real_pack or first.src.length is not None or first.src.dynamic \
+            or spec.axes != (axis,) or first.src.batch != spec.shape[axis] * inner:
+        return None
+    first = replace(first, src=replace(first.src, length=length, batch=length * inner))
+    return replace(spec, passes=(first,) + tuple(spec.passes[1:]))

@@ -48,11 +48,34 @@ class ElementPass:
         return [v[k] for k in self.push_names]
 
 
-def product_pass(count: int, precision: int, limits) -> ElementPass:
-    """The complex product of two spectra of `count` elements (signal.comp's STAGE_CMUL)."""
-    return ElementPass("signal.comp", {"STAGE_CMUL": 1}, count,
-                       {k: 0 for k in SIGNAL_PUSH[2:]}, SIGNAL_PUSH, local_size(limits),
+def product_pass(count: int, precision: int, limits, period: int = 0) -> ElementPass:
+    """The complex product of two spectra of `count` elements (signal.comp's STAGE_CMUL); with
+    `period`, the second is `period` elements repeated (one block's, overlap-add)."""
+    stage = {"STAGE_CMUL": 1, "CMUL_PERIOD": 1} if period else {"STAGE_CMUL": 1}
+    values = {k: 0 for k in SIGNAL_PUSH[2:]}
+    if period:
+        values["n1"] = period
+    return ElementPass("signal.comp", stage, count, values, SIGNAL_PUSH, local_size(limits),
                        precision)
+
+
+def blocks_pass(outer: int, n: int, blocks: int, step: int, length: int, inner: int,
+                precision: int, limits) -> ElementPass:
+    """Overlap-add's blocks (signal.comp's STAGE_BLOCKS): `outer` lines of `n` elements of
+    `inner` reals cut into `blocks` blocks of `length`, block b holding elements
+    [b step, b step + step) and zeros after them."""
+    push = dict(ns1=n, n1=blocks, off1=0, ns2=step, n2=length, off2=0, inner=inner)
+    return ElementPass("signal.comp", {"STAGE_BLOCKS": 1}, outer * blocks * length * inner,
+                       push, SIGNAL_PUSH, local_size(limits), precision)
+
+
+def overlap_add_pass(outer: int, blocks: int, step: int, length: int, span: tuple[int, int],
+                     inner: int, precision: int, limits) -> ElementPass:
+    """The blocks of blocks_pass, each convolved to `length`, summed where they overlap, and
+    (offset, count) `span` of the sum kept (signal.comp's STAGE_OVERLAP_ADD)."""
+    push = dict(ns1=blocks, n1=span[1], off1=span[0], ns2=step, n2=length, off2=0, inner=inner)
+    return ElementPass("signal.comp", {"STAGE_OVERLAP_ADD": 1}, outer * span[1] * inner, push,
+                       SIGNAL_PUSH, local_size(limits), precision)
 
 
 def window_passes(shape, spans, complex_: bool, precision: int, limits
