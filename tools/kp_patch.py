@@ -35,7 +35,9 @@
 7. The device is created with shaderFloat64 enabled where the GPU has it (kp enabled no
    features): Vulkan requires a feature a shader module uses (pyfftgl's PRECISION 64 kernels
    declare the Float64 capability) to be enabled on the device. With PYFFTGL_VK_ROBUST set
-   (any value) robustBufferAccess is enabled too, as wgpu enables it on every Vulkan device: the
+   (any value) robustBufferAccess is enabled too, as wgpu enables it on every Vulkan device
+   (with PYFFTGL_VK_ROBUST=2 also VK_EXT_robustness2's robustBufferAccess2, as wgpu does where
+   the device offers it: pyfftgl/backends/vulkan.py then asks for the extension): the
    Vulkan backend then runs under the bounds checking the WebGPU backend gets from the driver
    (docs/devices.md). Off by default: pyfftgl's accesses are bounded by the planner.
 
@@ -104,7 +106,7 @@ import sys
 from pathlib import Path
 
 # The patch level: builds of kp are cached and checked per level, so bump it with any change here.
-LEVEL = 15
+LEVEL = 16
 
 MARK = "// pyfftgl: one fence per Sequence"
 EDITS = [
@@ -247,7 +249,16 @@ FEATURES_EDITS = [
      "    // and robust buffer access where PYFFTGL_VK_ROBUST asks (wgpu's devices run with it)\n"
      "    enabledFeatures.robustBufferAccess = std::getenv(\"PYFFTGL_VK_ROBUST\") != nullptr\n"
      "        && physicalDevice.getFeatures().robustBufferAccess;\n"
-     "    deviceCreateInfo.setPEnabledFeatures(&enabledFeatures);\n\n"
+     "    deviceCreateInfo.setPEnabledFeatures(&enabledFeatures);\n"
+     "    // PYFFTGL_VK_ROBUST=2: robustBufferAccess2 too, where VK_EXT_robustness2 was asked for\n"
+     "    vk::PhysicalDeviceRobustness2FeaturesEXT robustness2;\n"
+     "    robustness2.robustBufferAccess2 = VK_TRUE;\n"
+     "    for (const char* ext : validExtensions) {\n"
+     "        if (enabledFeatures.robustBufferAccess\n"
+     "            && std::string(ext) == VK_EXT_ROBUSTNESS_2_EXTENSION_NAME) {\n"
+     "            deviceCreateInfo.setPNext(&robustness2);\n"
+     "        }\n"
+     "    }\n\n"
      "    this->mDevice = std::make_shared<vk::Device>();\n"),
 ]
 

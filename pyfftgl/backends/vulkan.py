@@ -238,7 +238,8 @@ class VulkanDevice(Device):
                 "no Vulkan driver found (no physical device): install a GPU driver with Vulkan "
                 "support, or Mesa's lavapipe (Debian: mesa-vulkan-drivers)")
         props = _choose(devices)
-        self.manager = kp.Manager(props["index"], [props["compute_family"]])
+        robust2 = ["VK_EXT_robustness2"] if os.environ.get("PYFFTGL_VK_ROBUST") == "2" else []
+        self.manager = kp.Manager(props["index"], [props["compute_family"]], robust2)
         if not hasattr(self.manager, "memory_pool_stats"):
             raise BackendUnavailable("this pyfftgl._kp has no memory pool (tools/kp_patch.py, 13): "
                                      "rebuild it (`make setup` in a clone)")
