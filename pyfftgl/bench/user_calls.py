@@ -172,14 +172,16 @@ def memory_rows(backend: str, case, calls: int = 2000) -> list[dict]:
             return _rss_bytes(), st["used_bytes"], st["held_bytes"]
         for _ in range(200):
             call()
-        before = state()
-        for _ in range(calls):
+        before, rss_at = state(), []
+        for i in range(calls):
             call()
+            if (i + 1) % (calls // 4) == 0:  # a plateau and a leak look alike at the end only
+                rss_at.append(state()[0] - before[0])
         after = state()
         row = {"case": f"memory: {calls} fftconvolve {name} {ashape} * {kshape} ({path})",
                "backend": backend, **{f"{what}_growth_bytes": b - f for what, f, b in
                                       zip(("rss", "used", "held"), before, after)},
-               "rss_bytes": after[0], "held_bytes": after[2]}
+               "rss_growth_by_quarter": rss_at, "rss_bytes": after[0], "held_bytes": after[2]}
         rows.append(row)
         print(row, flush=True)
     return rows
