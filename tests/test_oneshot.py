@@ -85,8 +85,8 @@ def test_host_copies_move_every_element(size):
 
 
 def test_large_one_shot_call_goes_through_split_copies(backend):
-    """An fft2 whose upload and download are larger than hostcopy.PARALLEL_BYTES (each split
-    across threads where the machine has more than one core) matches numpy."""
+    """An fft2 whose upload and download are larger than hostcopy.PARALLEL_BYTES (on Vulkan
+    each split across threads where the machine has more than one core) matches numpy."""
     x = random_complex((512, 1280), seed=3)
     assert x.nbytes >= hostcopy.PARALLEL_BYTES
     got = pyfftgl.fft2(x, backend=backend)
