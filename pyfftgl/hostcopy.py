@@ -4,7 +4,9 @@ PCIe run several times faster), and numpy releases the GIL while it copies.
 
 The Vulkan backend's transfers copy through `copy(dst, src)`. GL's do not: NVIDIA's GL
 driver takes a slower path for every call once the process has started another thread
-(docs/performance-log.md), which a render loop would pay on every frame.
+(docs/performance-log.md), which a render loop would pay on every frame; a process that runs
+GL render loops next to Vulkan's numpy calls can keep every copy on the caller's thread with
+PYFFTGL_COPY_THREADS=1 (read when the first large copy is made).
 """
 from __future__ import annotations
 
@@ -23,8 +25,11 @@ _lock = threading.Lock()
 
 
 def threads() -> int:
-    """Threads a large copy is split across, the caller's included."""
-    return max(1, min(MAX_THREADS, os.cpu_count() or 1))
+    """Threads a large copy is split across, the caller's included (PYFFTGL_COPY_THREADS, a
+    positive count, caps them)."""
+    cap = os.environ.get("PYFFTGL_COPY_THREADS", "")
+    wanted = int(cap) if cap.isdigit() and int(cap) > 0 else MAX_THREADS
+    return max(1, min(wanted, os.cpu_count() or 1))
 
 
 def _pool() -> ThreadPoolExecutor:

@@ -3,6 +3,7 @@ memory straight into the new result array (Submission.result(out=)), from the ho
 memory type where the device has one (tools/kp_patch.py, 14); the caller's array is only read,
 a repeated call allocates nothing on the device, and on the host only its result."""
 import gc
+import os
 import tracemalloc
 
 import numpy as np
@@ -91,3 +92,16 @@ def test_large_one_shot_call_goes_through_split_copies(backend):
     assert x.nbytes >= hostcopy.PARALLEL_BYTES
     got = pyfftgl.fft2(x, backend=backend)
     assert_accurate(got.ravel(), np.fft.fft2(x.astype(np.complex128)).ravel(), 512 * 1280)
+
+
+def test_copy_threads_follow_the_environment(monkeypatch):
+    """PYFFTGL_COPY_THREADS=1 keeps copies on the caller's thread; a bad value is ignored."""
+    monkeypatch.setenv("PYFFTGL_COPY_THREADS", "1")
+    assert hostcopy.threads() == 1
+    src = np.arange(3 << 20, dtype=np.float32)
+    dst = np.zeros_like(src)
+    hostcopy.copy(dst, src)
+    np.testing.assert_array_equal(dst, src)
+    for bad in ("0", "-2", "many", ""):
+        monkeypatch.setenv("PYFFTGL_COPY_THREADS", bad)
+        assert hostcopy.threads() == min(hostcopy.MAX_THREADS, os.cpu_count() or 1)
