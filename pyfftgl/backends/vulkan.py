@@ -15,7 +15,7 @@ from . import _vkinfo
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Limits, Program,
                    Submission)
 from .vulkan_transfers import COMPUTE, SHADER_RW, SHADER_WRITE, TRANSFER, TRANSFER_WRITE
-from .vulkan_transfers import VulkanTransfers, barrier
+from .vulkan_transfers import VulkanTransfers, barrier, between
 
 # Which physical device to use when there are several: real GPUs before software rasterisers.
 _TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "other": 3, "cpu": 4}
@@ -80,7 +80,7 @@ class VkSubmission(Submission):
         first = len(self._ops)
         for i, d in enumerate(dispatches):
             if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
-                self._ops.append(barrier(SHADER_WRITE, SHADER_RW, COMPUTE, COMPUTE))
+                self._ops.append(between(d))
             self._ops.append(kp.OpAlgoDispatch(device.algorithm(d), d.push))
         self._timed_span = (first, len(self._ops))
         # A call of dispatches alone may go without its leading barrier where nothing it touches

@@ -7,6 +7,8 @@ size, in an LRU (pyfftgl.lru) instead of making new ones per call.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..hostcopy import copy
@@ -26,6 +28,20 @@ def barrier(src_access: int, dst_access: int, src_stage: int, dst_stage: int):
     at `src_stage` made visible to `dst_access` at `dst_stage`, in every buffer."""
     from .. import _kp as kp
     return kp.OpMemoryBarrier([], src_access, dst_access, src_stage, dst_stage)
+
+
+def between(dispatch):
+    """The barrier before a dispatch that follows another of its submission: one global
+    compute -> compute barrier. With PYFFTGL_VK_BARRIERS=wgpu, and PYFFTGL_VK_QUEUE=graphics
+    (the stages need a queue that draws), the shape wgpu records instead: a buffer barrier per
+    storage buffer the dispatch binds, over the vertex, fragment and compute stages, to time
+    what WebGPU's passes pay for theirs (docs/devices.md)."""
+    if os.environ.get("PYFFTGL_VK_BARRIERS") != "wgpu":
+        return barrier(SHADER_WRITE, SHADER_RW, COMPUTE, COMPUTE)
+    from .. import _kp as kp
+    stages = 0x8 | 0x80 | COMPUTE  # VERTEX_SHADER | FRAGMENT_SHADER | COMPUTE_SHADER
+    return kp.OpMemoryBarrier([b.tensor for b in dispatch.buffers if b is not None],
+                              SHADER_RW, SHADER_RW, stages, stages)
 
 
 def copies(pairs, after_transfer: bool) -> list:
