@@ -55,6 +55,14 @@ def _new_result(lay, device) -> DeviceArray:
                                      device_only=True), lay.out_shape, lay.dtype, device)
 
 
+def _pooled_result(plan) -> DeviceArray:
+    """A result on one of `plan`'s pooled buffers (DevicePlan.pooled), so that a loop which
+    drops each result replays its recorded submissions."""
+    lay = plan.layout
+    buf = plan.pooled("out", math.prod(lay.out_shape) * lay.dtype.itemsize)
+    return DeviceArray(buf, lay.out_shape, lay.dtype, plan.device)
+
+
 class Convolver:
     """A linear convolution of images of `image_shape` with a fixed `kernel`, as
     scipy.signal.fftconvolve(image, kernel, mode, axes) computes it: the kernel's spectrum is
@@ -186,9 +194,7 @@ class Convolver:
                     return self.plan.convolve_host(host)
                 src = asarray(host, backend=self.device).buffer
             if out is None and device_in:  # from the plan's pool: the call replays
-                lay = self.layout
-                buf = self.plan.pooled("out", math.prod(lay.out_shape) * lay.dtype.itemsize)
-                out = DeviceArray(buf, lay.out_shape, lay.dtype, self.device)
+                out = _pooled_result(self.plan)
             out = _new_result(self.layout, self.device) if out is None else out
             self.plan.device_call({"in": src, "out": out.buffer})
             return out if device_in else out.get()
@@ -307,9 +313,9 @@ def _planned(plan: ConvolutionCalls, a, b):
         out = _new_result(lay, dev)
         plan.device_call({**bound, "out": out.buffer})
         return out.get()
-    out = plan.pooled("out", max(4, math.prod(lay.out_shape) * lay.dtype.itemsize))
-    plan.device_call({**bound, "out": out})
-    return DeviceArray(out, lay.out_shape, lay.dtype, dev)
+    out = _pooled_result(plan)
+    plan.device_call({**bound, "out": out.buffer})
+    return out
 
 
 def oaconvolve(in1, in2, mode="full", axes=None, *, backend=None):

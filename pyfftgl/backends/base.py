@@ -163,6 +163,8 @@ class Submission(abc.ABC):
         if out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous
                                 or out.size > self.downloads[i].nbytes // 4):
             raise ValueError("out must be a C-contiguous float32 array within the download")
+        if out is None:
+            out = np.empty(self.downloads[i].nbytes // 4, np.float32)
         with self.device.lock:
             return self._result(i, out)
 
@@ -171,8 +173,8 @@ class Submission(abc.ABC):
         """run()'s work, the device's lock held and its usability checked."""
 
     @abc.abstractmethod
-    def _result(self, i: int, out: np.ndarray | None) -> np.ndarray:
-        """result()'s work."""
+    def _result(self, i: int, out: np.ndarray) -> np.ndarray:
+        """result()'s work: the download's first out.size values copied into `out`."""
 
 
 class Device(abc.ABC):

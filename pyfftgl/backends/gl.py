@@ -270,10 +270,9 @@ class GLSubmission(Submission):
             self._dispatch_all()
         return float(query.elapsed)
 
-    def _result(self, i=0, out=None):
-        buf, staging, mapped = self._downloads[i]
+    def _result(self, i, out):
+        _, staging, mapped = self._downloads[i]
         with self.device.current():
-            out = np.empty(buf.nbytes // 4, np.float32) if out is None else out
             if mapped is not None:
                 self._wait_fence()
                 out.reshape(-1).view(np.uint8)[:] = mapped[:out.nbytes]

@@ -122,13 +122,11 @@ class WgpuSubmission(Submission):
         for buf, staging in zip(self.downloads, self.staging):
             encoder.copy_buffer_to_buffer(buf.buf, 0, staging, 0, _round4(buf.nbytes))
 
-    def _result(self, i=0, out=None):
+    def _result(self, i, out):
         if self._results is None:
             self.device.flush()
             self._results = [self.device.map_read(s, b.nbytes // 4)
                              for s, b in zip(self.staging, self.downloads)]
-        if out is None:
-            return self._results[i].copy()
         np.copyto(out.reshape(-1), self._results[i][: out.size])
         return out
 
