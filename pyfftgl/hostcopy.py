@@ -2,26 +2,61 @@
 large: one core's memcpy is what bounds a numpy-in/numpy-out call (the GPU's own copies over
 PCIe run several times faster), and numpy releases the GIL while it copies.
 
-The Vulkan backend's transfers copy through `copy(dst, src)`. GL's do not: NVIDIA's GL
-driver takes a slower path for every call once the process has started another thread
-(docs/performance-log.md), which a render loop would pay on every frame; a process that runs
-GL render loops next to Vulkan's numpy calls can keep every copy on the caller's thread with
-PYFFTGL_COPY_THREADS=1 (read when the first large copy is made).
+Both backends' transfers copy through `copy(dst, src)`. Its worker threads exit once idle for
+IDLE_SECONDS: NVIDIA's GL driver takes a slower path for every call while the process has other
+live threads (docs/performance-log.md), which a render loop would pay on every frame.
+PYFFTGL_COPY_THREADS=1 keeps every copy on the caller's thread.
 """
 from __future__ import annotations
 
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 
 import numpy as np
 
-PARALLEL_BYTES = 4 << 20  # below this, handing chunks to threads costs more than it saves
-CHUNK_BYTES = 2 << 20  # each thread copies at least this much
+PARALLEL_BYTES = 2 << 20  # below this, handing chunks to threads costs more than it saves
+CHUNK_BYTES = 1 << 20  # each thread copies at least this much
 MAX_THREADS = 4  # the copies saturate the memory bus beyond a few cores
+IDLE_SECONDS = 0.5  # a worker with no copy for this long exits
 
-_executor: ThreadPoolExecutor | None = None
-_lock = threading.Lock()
+
+class _Workers:
+    """Daemon threads taking jobs from one queue, started when a copy needs them and gone
+    when idle (a forked child starts with none: its parent's threads are not in it)."""
+
+    def __init__(self):
+        self.jobs = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.alive = 0
+
+    def submit(self, fn, *args) -> Future:
+        done = Future()
+        with self.lock:  # a worker decides to exit under this lock, seeing no job queued
+            self.jobs.put((done, fn, args))
+            if self.alive < threads() - 1:
+                self.alive += 1
+                threading.Thread(target=self._work, name="pyfftgl-copy", daemon=True).start()
+        return done
+
+    def _work(self) -> None:
+        while True:
+            try:
+                done, fn, args = self.jobs.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                with self.lock:
+                    if self.jobs.empty():
+                        self.alive -= 1
+                        return
+                continue
+            try:
+                done.set_result(fn(*args))
+            except BaseException as e:  # handed to the caller, which waits on it
+                done.set_exception(e)
+
+
+_workers = _Workers()
 
 
 def threads() -> int:
@@ -32,22 +67,13 @@ def threads() -> int:
     return max(1, min(wanted, os.cpu_count() or 1))
 
 
-def _pool() -> ThreadPoolExecutor:
-    global _executor
-    with _lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(threads() - 1, thread_name_prefix="pyfftgl-copy")
-        return _executor
-
-
-def _forget_pool() -> None:
-    """A forked child has none of the parent's threads: it makes its own pool on first use."""
-    global _executor, _lock
-    _executor, _lock = None, threading.Lock()
+def _forget_workers() -> None:
+    global _workers
+    _workers = _Workers()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+    os.register_at_fork(after_in_child=_forget_workers)
 
 
 def copy(dst: np.ndarray, src: np.ndarray) -> None:
@@ -58,7 +84,7 @@ def copy(dst: np.ndarray, src: np.ndarray) -> None:
         np.copyto(dst, src)
         return
     step = -(-dst.size // parts)
-    pending = [_pool().submit(np.copyto, dst[i:i + step], src[i:i + step])
+    pending = [_workers.submit(np.copyto, dst[i:i + step], src[i:i + step])
                for i in range(step, dst.size, step)]
     np.copyto(dst[:step], src[:step])
     for f in pending:

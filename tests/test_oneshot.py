@@ -4,6 +4,8 @@ memory type where the device has one (tools/kp_patch.py, 14); the caller's array
 a repeated call allocates nothing on the device, and on the host only its result."""
 import gc
 import os
+import threading
+import time
 import tracemalloc
 
 import numpy as np
@@ -105,3 +107,20 @@ def test_copy_threads_follow_the_environment(monkeypatch):
     for bad in ("0", "-2", "many", ""):
         monkeypatch.setenv("PYFFTGL_COPY_THREADS", bad)
         assert hostcopy.threads() == min(hostcopy.MAX_THREADS, os.cpu_count() or 1)
+
+
+def test_copy_threads_exit_when_idle(monkeypatch):
+    """The copy threads exit once idle (NVIDIA's GL runs every call slower while other threads
+    live), and a copy after they have gone starts them again and is still exact."""
+    monkeypatch.setattr(hostcopy, "IDLE_SECONDS", 0.05)
+    def live():
+        return [t for t in threading.enumerate() if t.name.startswith("pyfftgl-copy")]
+    src = np.arange(3 << 20, dtype=np.float32) - 5
+    for _ in range(2):
+        dst = np.zeros_like(src)
+        hostcopy.copy(dst, src)
+        np.testing.assert_array_equal(dst, src)
+        deadline = time.monotonic() + 10
+        while live() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not live()

@@ -32,7 +32,7 @@ import weakref
 
 import numpy as np
 
-from .. import wisdom
+from .. import hostcopy, wisdom
 from .base import BackendUnavailable, Device, DeviceInfo, Limits, Program, Submission
 # gl_proc, VULKAN_MEMORY_MIN_BYTES and GLBuffer: their old home, which tests and tools import
 from .gl_context import GLContext, egl, gl_integer, gl_proc  # noqa: F401
@@ -223,7 +223,7 @@ class GLSubmission(Submission):
             for (buf, staging, mapped), data in zip(self._uploads, inputs):
                 raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)  # no copy
                 if mapped is not None:
-                    mapped[:raw.size] = raw
+                    hostcopy.copy(mapped[:raw.size], raw)
                 else:
                     staging.write(raw)
                 ctx.copy_buffer(buf.buf, staging, size=raw.size, write_offset=buf.offset)
@@ -275,7 +275,7 @@ class GLSubmission(Submission):
         with self.device.current():
             if mapped is not None:
                 self._wait_fence()
-                out.reshape(-1).view(np.uint8)[:] = mapped[:out.nbytes]
+                hostcopy.copy(out.reshape(-1).view(np.uint8), mapped[:out.nbytes])
             else:
                 staging.read_into(out, size=out.nbytes)
             self.device.check_errors("running a submission")
