@@ -19,7 +19,7 @@ import numpy as np
 PARALLEL_BYTES = 2 << 20  # below this, handing chunks to threads costs more than it saves
 CHUNK_BYTES = 1 << 20  # each thread copies at least this much
 MAX_THREADS = 4  # the copies saturate the memory bus beyond a few cores
-IDLE_SECONDS = 0.5  # a worker with no copy for this long exits
+IDLE_SECONDS = 0.1  # a worker with no copy for this long exits (restarting one costs tens of us)
 
 
 class _Workers:
