@@ -169,12 +169,19 @@ class GLStorage:
                     self._memory = kib * 1024
         return self._memory
 
+    def _mappable_storage(self) -> bool:
+        """Whether persistent mappings of named buffer storage are GL's here: GL 4.5, or its
+        two extensions (NVIDIA's EGL contexts report the 4.3 asked for and offer both)."""
+        have = self.ctx.extensions
+        return self.ctx.version_code >= 450 or (
+            "GL_ARB_direct_state_access" in have and "GL_ARB_buffer_storage" in have)
+
     def staging(self, nbytes: int, read: bool):
         """(a staging buffer of `nbytes` the host reads (`read`) or writes, its persistent
         coherent mapping as uint8 or None where GL lacks buffer storage)."""
         nbytes = max(4, nbytes)
         with self.context:
-            if self.ctx.version_code < 450:  # named buffer storage and mapping are GL 4.5's
+            if not self._mappable_storage():
                 return self.ctx.buffer(reserve=nbytes, dynamic=True), None
             try:
                 map_range = gl_proc("glMapNamedBufferRange", ctypes.c_void_p, ctypes.c_uint32,
