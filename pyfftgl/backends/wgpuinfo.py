@@ -18,6 +18,7 @@ from .base import BackendUnavailable
 ADAPTER_ENV, POWER_ENV = "PYFFTGL_WEBGPU_ADAPTER", "PYFFTGL_WEBGPU_POWER"
 CHECKED_ENV = "PYFFTGL_WEBGPU_CHECKED"  # 1: shader modules with naga's runtime bounds checks
 SPIRV_ENV = "PYFFTGL_WEBGPU_SPIRV"  # 1 / 0: programs through glslang's SPIR-V / naga's GLSL
+NAGA_BARRIERS_ENV = "PYFFTGL_WEBGPU_NAGA_BARRIERS"  # 1: naga may take barrier() on Vulkan
 UNIFORM_ENV = "PYFFTGL_WEBGPU_UNIFORM"  # 1: push values in a uniform buffer even with immediates
 APIS = {"vulkan": ("Vulkan",), "gl": ("OpenGL", "OpenGLES"), "metal": ("Metal",),
         "dx12": ("D3D12",)}
