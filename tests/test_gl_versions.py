@@ -27,7 +27,9 @@ def test_gl_debug_output_reports_an_error_as_the_call_makes_it():
         reported = gldebug.debug_errors[start:]
         assert dev.ctx.error == "GL_INVALID_ENUM"  # read (and cleared) for the fixtures
     del gldebug.debug_errors[start:]
-    assert len(reported) == 1 and "0xdead" in reported[0].lower(), reported
+    # the message's text is the driver's: Mesa names the value, NVIDIA the kind of enum
+    assert len(reported) == 1, reported
+    assert "0xdead" in reported[0].lower() or "buffer target" in reported[0].lower(), reported
 
 
 OLD_GL = textwrap.dedent("""
