@@ -124,25 +124,3 @@ def test_copy_threads_exit_when_idle(monkeypatch):
         while live() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not live()
-
-
-def test_transfers_in_pieces_round_trip_every_byte(backend):
-    """Uploads and downloads larger than GL's transfer pieces (and not a whole number of them)
-    come back exact, in full and in part, run after run, including runs whose results are
-    never read; on GL no fence outlives the run it belongs to."""
-    from pyfftgl.backends import gl_transfers
-    dev = get_device(backend)
-    n = (2 * gl_transfers.PIECE_BYTES + 12) // 4 + 1
-    buf = dev.buffer(4 * n)
-    sub = dev.record([], uploads=[buf], downloads=[buf])
-    for seed in range(4):
-        data = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
-        sub.run([data])
-        if seed % 2:
-            continue  # not read: the next run supersedes it
-        np.testing.assert_array_equal(sub.result(0), data)
-        head = np.empty(gl_transfers.PIECE_BYTES // 4 + 5, np.float32)
-        np.testing.assert_array_equal(sub.result(0, out=head), data[:head.size])
-    transfers = getattr(sub, "_transfers", None)
-    if transfers is not None:
-        assert len(transfers.fences) <= 3, transfers.fences

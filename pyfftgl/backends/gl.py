@@ -30,13 +30,13 @@ import ctypes
 import time
 import weakref
 
+import numpy as np
 
-from .. import wisdom
+from .. import hostcopy, wisdom
 from .base import BackendUnavailable, Device, DeviceInfo, Limits, Program, Submission
 # gl_proc, VULKAN_MEMORY_MIN_BYTES and GLBuffer: their old home, which tests and tools import
 from .gl_context import GLContext, egl, gl_integer, gl_proc  # noqa: F401
 from .gl_storage import VULKAN_MEMORY_MIN_BYTES, GLBuffer, GLImage, GLStorage  # noqa: F401
-from .gl_transfers import StagedTransfers
 
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
 GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
@@ -131,8 +131,9 @@ def submission_barriers(dispatches) -> tuple[list[int], int]:
 
 
 class GLSubmission(Submission):
-    """A recorded call: its dispatches issued again at each run, its host transfers through
-    staging buffers (gl_transfers)."""
+    """Uploads and downloads go through staging buffers that only the CPU touches, copied on the
+    GPU: a buffer written with glBufferSubData at every call is moved to system memory by
+    NVIDIA's driver (every dispatch then ran at PCIe speed)."""
 
     def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
         self.device, self._context = device, device.context  # the context every call enters
@@ -169,9 +170,14 @@ class GLSubmission(Submission):
             self._calls_again[0] = (first[0], again, *first[2:])
         self._token = object()  # GLContext.bound's mark of this submission's bindings
         self._sampled_units = sorted({base + i for d in dispatches for i in range(d.image_reads)})
-        # Staging buffers the host maps once for good where GL has buffer storage: it copies
-        # straight into and out of them, in pieces the GPU's copies overlap (gl_transfers).
-        self._transfers = StagedTransfers(device.context, device.storage, uploads, downloads)
+        # Staging buffers the host maps once for good (persistent, coherent) where GL 4.4's
+        # buffer storage exists: the host copies straight into and out of them, where
+        # glBufferSubData / glGetBufferSubData added a driver-side copy each way and a second
+        # wait. (buffer, staging, mapped bytes or None)
+        self._uploads = [(b, *device.storage.staging(b.nbytes, read=False)) for b in uploads]
+        self._downloads = [(b, *device.storage.staging(b.nbytes, read=True))
+                           for b in downloads]
+        self._fence = None  # after the last run's download copies: the host waits on it to read
 
     def _dispatch_all(self):
         # ModernGL's native objects (mglo) called directly: its Python wrappers only pass the
@@ -211,12 +217,41 @@ class GLSubmission(Submission):
             self._dispatch_all()
 
     def _run(self, inputs, timed, wait):
-        with self._context:  # device.current()
-            self._transfers.upload(inputs)
+        with self._context as ctx:  # device.current()
+            if self._uploads:
+                self._wait_fence()  # the last run's upload copies read the staging memory
+            for (buf, staging, mapped), data in zip(self._uploads, inputs):
+                raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)  # no copy
+                if mapped is not None:
+                    hostcopy.copy(mapped[:raw.size], raw)
+                else:
+                    staging.write(raw)
+                ctx.copy_buffer(buf.buf, staging, size=raw.size, write_offset=buf.offset)
             try:
                 return self._timed_dispatch() if timed else self._dispatch_all()
             finally:
-                self._transfers.queue_downloads()
+                for buf, staging, _ in self._downloads:
+                    ctx.copy_buffer(staging, buf.buf, size=buf.nbytes, read_offset=buf.offset)
+                if self._downloads or self._uploads:
+                    self._set_fence()
+
+    def _set_fence(self):
+        fence_sync, _, delete, flush = self._context.sync_procs()
+        if self._fence is not None:
+            delete(self._fence)
+        self._fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
+        flush()
+
+    def _wait_fence(self):
+        """Wait for the last run's copies (GPU writes to a coherent mapping are visible once
+        its fence has signalled)."""
+        if self._fence is None:
+            return
+        client_wait = self._context.client_wait()
+        while client_wait(self._fence, 1, 1_000_000_000) not in (0x911A, 0x911C):  # signalled
+            pass
+        self._context.sync_procs()[2](self._fence)
+        self._fence = None
 
     def _timed_dispatch(self):
         ctx = self.device.ctx
@@ -236,8 +271,13 @@ class GLSubmission(Submission):
         return float(query.elapsed)
 
     def _result(self, i, out):
+        _, staging, mapped = self._downloads[i]
         with self.device.current():
-            self._transfers.read(i, out)
+            if mapped is not None:
+                self._wait_fence()
+                hostcopy.copy(out.reshape(-1).view(np.uint8), mapped[:out.nbytes])
+            else:
+                staging.read_into(out, size=out.nbytes)
             self.device.check_errors("running a submission")
             return out
 
