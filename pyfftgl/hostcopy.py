@@ -31,11 +31,12 @@ class _Workers:
         self.lock = threading.Lock()
         self.alive = 0
 
-    def submit(self, fn, *args) -> Future:
+    def submit(self, workers: int, fn, *args) -> Future:
+        """fn(*args) on a worker, one started where fewer than `workers` are alive."""
         done = Future()
         with self.lock:  # a worker decides to exit under this lock, seeing no job queued
             self.jobs.put((done, fn, args))
-            if self.alive < threads() - 1:
+            if self.alive < workers:
                 self.alive += 1
                 threading.Thread(target=self._work, name="pyfftgl-copy", daemon=True).start()
         return done
@@ -84,7 +85,7 @@ def copy(dst: np.ndarray, src: np.ndarray) -> None:
         np.copyto(dst, src)
         return
     step = -(-dst.size // parts)
-    pending = [_workers.submit(np.copyto, dst[i:i + step], src[i:i + step])
+    pending = [_workers.submit(parts - 1, np.copyto, dst[i:i + step], src[i:i + step])
                for i in range(step, dst.size, step)]
     np.copyto(dst[:step], src[:step])
     for f in pending:

@@ -322,12 +322,11 @@ class ConvolvePlan(ConvolutionCalls):
         along the other axes, then the outermost axis' over the whole spectrum) where
         kernel_fft is set."""
         b = self.bufs
+        pad = self._window("kernel", kernel, b["padded"])
         if not self.kernel_fft:
-            return [self._window("kernel", kernel, b["padded"]),
-                    self.fft[0].flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
+            return [pad, self.fft[0].flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
         _, rows, outer = self.kernel_fft
-        return [self._window("kernel", kernel, b["padded"]),
-                rows.flat_dispatches({"in": b["padded"], "out": b["krows"]}),
+        return [pad, rows.flat_dispatches({"in": b["padded"], "out": b["krows"]}),
                 outer.flat_dispatches({"in": b["krows"], "out": b["kspectrum"]})]
 
     def _window(self, name, src, dst) -> list:
@@ -348,7 +347,6 @@ class ConvolvePlan(ConvolutionCalls):
                     inv.flat_dispatches({"in": b["product"], "out": b["padded"]}),
                     self._window("out", b["padded"], resources["out"])]
         return out
-
 
 
 class ConvolveCache(PlanCache):

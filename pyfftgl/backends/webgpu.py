@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from .. import kernels, wisdom
+from .. import hostcopy, kernels, wisdom
 from ..lru import LRU
 from ..planner import IMAGE_FORMATS
 from . import wgpuinfo
@@ -127,7 +127,7 @@ class WgpuSubmission(Submission):
             self.device.flush()
             self._results = [self.device.map_read(s, b.nbytes // 4)
                              for s, b in zip(self.staging, self.downloads)]
-        np.copyto(out.reshape(-1), self._results[i][: out.size])
+        hostcopy.copy(out.reshape(-1), self._results[i][: out.size])
         return out
 
 
