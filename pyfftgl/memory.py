@@ -8,7 +8,9 @@ never makes more allocations than the device's `maxMemoryAllocationCount` (4096 
 drivers; the environment variable PYFFTGL_VK_MAX_ALLOCATIONS, read when the device opens, lowers
 it), and raises MemoryError naming that limit only when every allocation is in use and none has
 room. GL: buffers below 16 MiB are ranges of a few large GL buffers in the same way
-(backends/gl_pool.py), larger ones GL buffers of their own; GL has no allocation limit (None).
+(backends/buffer_pool.py), larger ones GL buffers of their own; GL has no allocation limit (None).
+WebGPU: buffers below 64 MiB are ranges of 256 MiB wgpu buffers, by the same books
+(backends/webgpu_storage.py); wgpu's own allocator sets no limit here either (None).
 
 One pool per device: ``memory_pool()`` is the default device's (the backend selection's), and
 ``memory_pool("vulkan")`` or ``memory_pool(device)`` another's. Memory freed by dropped arrays

@@ -27,7 +27,7 @@ from pyfftgl.backends.base import Dispatch
 from pyfftgl.backends.gl import GL_ALL_BARRIER_BITS, GL_SHADER_STORAGE_BARRIER_BIT, \
     submission_barriers
 from pyfftgl.backends.gl_context import gl_integer
-from pyfftgl.backends.gl_pool import LARGE, Pool
+from pyfftgl.backends.buffer_pool import LARGE, Pool
 from test_validation import LAYER, instance_layers
 
 ARRAYS = 10_000

@@ -54,7 +54,8 @@ def test_webgpu_tier(adapter):
     # One pytest run: the tests that take the backend fixture (now webgpu) or are WebGPU's own;
     # the rest of these modules is backend-free and runs in the main suite already.
     args = ["-m", "not slow and not webgpu", "-k", "webgpu or test_profile_tier", *MODULES,
-            "test_numpy_api.py", "test_profiles.py", "webgpu_tier.py", "test_webgpu.py",
+            "test_numpy_api.py", "test_profiles.py", "test_memory_pool.py", "webgpu_tier.py",
+            "test_webgpu.py",
             "test_webgpu_textures.py"]
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                          capture_output=True, text=True, cwd=TESTS, env=env, timeout=3000)

@@ -82,3 +82,39 @@ def test_calls_held_into_one_pass_bind_their_own_buffers():
     assert dev.submissions - before <= 2  # held, not one submission per call
     for x, o in zip(xs, outs):
         assert_accurate(o.get(), np.fft.fft(x.astype(np.complex128)), x.shape[-1])
+
+
+def test_buffers_are_ranges_of_a_few_large_wgpu_buffers():
+    """Device arrays are disjoint, aligned ranges of pool blocks (webgpu_storage: where wgpu's
+    own buffers of tens of MiB ran kernels slower on NVIDIA), each holding its own data through
+    transforms; a buffer of LARGE or more is a wgpu buffer of its own; trimming returns the pool
+    to its floor."""
+    import gc
+    dev, pool = get_device("webgpu"), pyfftgl.memory_pool("webgpu")
+    x = np.arange(40, dtype=np.float32).astype(np.complex64)
+    pyfftgl.fft(pyfftgl.asarray(x, backend="webgpu")).get()  # what a first call keeps: the floor
+    pyfftgl.plan_cache.clear()
+    gc.collect()
+    pool.free_all_blocks()
+    floor = pool.stats()
+    arrays = [pyfftgl.asarray(x + i, backend="webgpu") for i in range(300)]
+    spans = {}
+    for buf, offset, nbytes in [(a.buffer.buf, a.buffer.offset, a.buffer.nbytes) for a in arrays]:
+        spans.setdefault(id(buf), []).append((offset, nbytes))
+    assert len(spans) == 1 and pool.stats()["blocks"] == floor["blocks"] + 1
+    align = dev.dev.limits["min-storage-buffer-offset-alignment"]
+    ranges = sorted(next(iter(spans.values())))
+    assert all(o % align == 0 for o, _ in ranges)
+    assert all(a + n <= b for (a, n), (b, _) in zip(ranges, ranges[1:])), "ranges overlap"
+    for i in (0, 1, 150, 299):
+        np.testing.assert_array_equal(arrays[i].get(), x + i)
+        assert_accurate(pyfftgl.fft(arrays[i]).get(), np.fft.fft(x.astype(np.complex128) + i),
+                        40)
+    large = dev.buffer(dev.storage.large)
+    assert large.offset == 0 and large.buf.size >= dev.storage.large
+    assert id(large.buf) not in spans
+    del arrays, large
+    pyfftgl.plan_cache.clear()
+    gc.collect()
+    pool.free_all_blocks()
+    assert pool.stats() == floor

@@ -77,7 +77,7 @@ TEXTURE_USE_BARRIER_BITS = (GL_TEXTURE_FETCH_BARRIER_BIT | GL_FRAMEBUFFER_BARRIE
 
 def _resource(obj) -> tuple:
     """A bound buffer's or image's identity: an image's GL object (two GLImages may wrap one
-    texture), a buffer's range of its GL object (two buffers of the pool share one: gl_pool)."""
+    texture), a buffer's range of its GL object (two buffers of the pool share one: buffer_pool)."""
     if isinstance(obj, GLImage):
         return ("image", obj.texture.glo)
     return ("buffer", obj.buf.glo, obj.offset, obj.nbytes)

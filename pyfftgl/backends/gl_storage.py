@@ -1,8 +1,8 @@
 """The GL backend's storage: device buffers (GL's immutable storage, or Vulkan's memory for large
 ones: _vkmemory), the staging buffers every host transfer goes through, plan-owned textures, and
 the writes and reads through them. GLStorage owns the allocation strategy; GLDevice holds one.
-Device buffers below gl_pool.LARGE are ranges of the pool's blocks (gl_pool): a GLBuffer is a
-GL buffer, an offset in it and a size, and every binding and copy names that range.
+Device buffers below buffer_pool.LARGE are ranges of the pool's blocks (buffer_pool): a GLBuffer
+is a GL buffer, an offset in it and a size, and every binding and copy names that range.
 
 Device buffers are never mapped or written by the host: NVIDIA's driver moves a buffer the host
 reads or writes with glBufferSubData into system memory for good, where every dispatch then ran at
@@ -18,7 +18,7 @@ import numpy as np
 from ..planner import IMAGE_FORMATS, image_format
 from .base import Buffer, Image
 from .gl_context import GLContext, gl_integer, gl_proc
-from .gl_pool import GRANULE, LARGE, Pool
+from .buffer_pool import GRANULE, LARGE, Pool
 from .gldebug import expected_errors
 
 GL_BUFFER_SIZE = 0x8764
@@ -33,7 +33,7 @@ class GLBuffer(Buffer):
                  offset: int = 0):
         """`release`: deletes the GL buffer (or gives the range back to the pool); called
         (GLDevice.deferred) by the device's next call after this object is collected. `offset`:
-        where the buffer starts in `buf` (a range of a pool block: gl_pool)."""
+        where the buffer starts in `buf` (a range of a pool block: buffer_pool)."""
         self.buf = buf
         self.nbytes = nbytes
         self.offset = offset
@@ -77,7 +77,7 @@ class GLStorage:
         self.pool = Pool(self._gl_buffer, -(-GRANULE // align) * align)
 
     def buffer(self, nbytes: int) -> GLBuffer:
-        """A device buffer of `nbytes`: a range of a pool block below gl_pool.LARGE, else a GL
+        """A device buffer of `nbytes`: a range of a pool block below buffer_pool.LARGE, else a GL
         buffer of its own; MemoryError(the reason) where the driver has none."""
         with self.context:
             if nbytes < LARGE:

@@ -24,8 +24,9 @@ from .. import hostcopy, kernels, wisdom
 from ..lru import LRU
 from ..planner import IMAGE_FORMATS
 from . import wgpuinfo
-from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Image, Limits, Program,
-                   Submission)
+from .base import BackendUnavailable, Device, DeviceInfo, Image, Limits, Program, Submission
+from .webgpu_storage import WgpuStorage
+from .webgpu_storage import round4 as _round4
 
 # The kernels' image formats (planner.IMAGE_FORMATS, GLSL names) as WebGPU texture formats:
 # those WebGPU may write as storage textures (r16float and rg16float may not).
@@ -43,12 +44,6 @@ def naga_refuses(source: str, glsl_barriers: bool) -> bool:
 # The wisdom of the API an adapter runs on, used where WebGPU's own has not been measured.
 TUNED_FALLBACK = {"Vulkan": "vulkan", "OpenGL": "gl"}
 _OF_LOCK = threading.Lock()  # WebGPUDevice.of's
-
-
-class WgpuBuffer(Buffer):
-    def __init__(self, buf, nbytes: int):
-        self.buf = buf
-        self.nbytes = nbytes
 
 
 class WgpuProgram(Program):
@@ -71,10 +66,6 @@ class WgpuImage(Image):
         self.width, self.height = texture.width, texture.height
         self.format = inverse[texture.format]
         self.components = IMAGE_FORMATS[self.format].components
-
-
-def _round4(n: int) -> int:
-    return max(4, -(-n // 4) * 4)
 
 
 def native_step(pipeline, groups, push, grid) -> tuple:
@@ -120,7 +111,7 @@ class WgpuSubmission(Submission):
 
     def encode_copies(self, encoder) -> None:
         for buf, staging in zip(self.downloads, self.staging):
-            encoder.copy_buffer_to_buffer(buf.buf, 0, staging, 0, _round4(buf.nbytes))
+            encoder.copy_buffer_to_buffer(buf.buf, buf.offset, staging, 0, _round4(buf.nbytes))
 
     def _result(self, i, out):
         if self._results is None:
@@ -132,7 +123,8 @@ class WgpuSubmission(Submission):
 
 
 class WebGPUDevice(Device):
-    HOLD = 16  # calls held back at most before they are submitted together
+    HOLD = 64  # calls held back at most before they are submitted together (16 left small loops
+    # 1.3-1.4x slower on NVIDIA, 256 slower again: docs/performance-log.md)
 
     def __init__(self, device=None):
         """A device of its own on the adapter the environment asks for (wgpuinfo), or, given
@@ -202,6 +194,7 @@ class WebGPUDevice(Device):
         self._staging = LRU(8)
         self._query = None
         self._nearest = None
+        self.storage = WgpuStorage(self)
 
     @classmethod
     def of(cls, device) -> "WebGPUDevice":
@@ -273,9 +266,7 @@ class WebGPUDevice(Device):
         reads, written = d.images[:d.image_reads], d.images[d.image_reads:]
         pipeline, layout = self._pipeline(d.program, bound, len(reads),
                                           tuple(TEXTURE_FORMATS[m.format] for m in written))
-        entries = [{"binding": i, "resource": {"buffer": d.buffers[i].buf, "offset": 0,
-                                               "size": _round4(d.buffers[i].nbytes)}}
-                   for i in bound]
+        entries = [{"binding": i, "resource": d.buffers[i].binding()} for i in bound]
         entries += [{"binding": kernels.TEXTURE_BINDING0 + i, "resource": m.view}
                     for i, m in enumerate(reads)]
         entries += [{"binding": kernels.STORAGE_BINDING0 + i, "resource": m.view}
@@ -413,17 +404,19 @@ class WebGPUDevice(Device):
     # -- memory --------------------------------------------------------------------------
 
     def _buffer(self, nbytes, data, device_only):
-        usage = self.wgpu.BufferUsage
-        try:
-            buf = self.dev.create_buffer(size=_round4(nbytes), usage=usage.STORAGE
-                                         | usage.COPY_SRC | usage.COPY_DST)
-        except self.wgpu.GPUError as e:  # over the device's buffer size, or out of memory
-            raise MemoryError(str(e)) from e
-        out = WgpuBuffer(buf, nbytes)
-        weakref.finalize(out, self.count_live("buffers", nbytes)).atexit = False
+        out = self.storage.buffer(nbytes)
         if data is not None:
             self.write(out, data)
         return out
+
+    def _memory_stats(self):
+        return self.storage.stats(self.live)
+
+    def _trim_memory(self):
+        self.submit()
+        self.wait_idle()
+        self._staging.clear()
+        return self.storage.trim()
 
     def _write(self, buf, data):
         """Through a staging buffer mapped at creation, copied in the queue's order (after the
@@ -438,7 +431,7 @@ class WebGPUDevice(Device):
         staging.write_mapped(padded)
         staging.unmap()
         encoder = self.dev.create_command_encoder()
-        encoder.copy_buffer_to_buffer(staging, 0, buf.buf, 0, padded.size)
+        encoder.copy_buffer_to_buffer(staging, 0, buf.buf, buf.offset, padded.size)
         try:
             self.queue.submit([encoder.finish()])
         except self.wgpu.GPUError as e:
@@ -453,7 +446,7 @@ class WebGPUDevice(Device):
             usage = self.wgpu.BufferUsage
             staging = self.dev.create_buffer(size=size, usage=usage.MAP_READ | usage.COPY_DST)
         encoder = self.dev.create_command_encoder()
-        encoder.copy_buffer_to_buffer(buf.buf, 0, staging, 0, size)
+        encoder.copy_buffer_to_buffer(buf.buf, buf.offset, staging, 0, size)
         try:
             self.queue.submit([encoder.finish()])
         except self.wgpu.GPUError as e:

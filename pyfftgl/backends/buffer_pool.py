@@ -1,4 +1,4 @@
-"""The GL backend's memory pool: small device buffers are ranges of a few large GL buffers.
+"""The GL and WebGPU backends' memory pool: device buffers are ranges of a few large buffers.
 
 A GL buffer object per small array costs the driver an allocation each (and some drivers a
 page of memory each), so buffers below LARGE are carved out of blocks, as the Vulkan backend's
@@ -9,7 +9,8 @@ trim(). Every offset is a multiple of the granule, itself a multiple of the driv
 GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT, so any range binds as a storage buffer.
 
 This module keeps the books only; GLStorage makes and deletes the blocks' GL buffers (with the
-context current) and the GLBuffers of the ranges.
+context current) and the GLBuffers of the ranges, WgpuStorage (webgpu_storage.py) the wgpu
+buffers, with blocks of their own sizes.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ LARGE = 16 << 20  # buffers this large keep a GL buffer of their own
 
 
 class Block:
-    """One GL buffer of the pool and its free ranges (offset -> size, and sorted by size)."""
+    """One buffer of the pool and its free ranges (offset -> size, and sorted by size)."""
 
     def __init__(self, buf, size: int, release):
         self.buf, self.size, self.release = buf, size, release
@@ -69,12 +70,14 @@ class Block:
 
 
 class Pool:
-    """The books of one device's pool. `make_block(size)` -> (GL buffer, release) allocates a
+    """The books of one device's pool. `make_block(size)` -> (buffer, release) allocates a
     block (MemoryError where the driver cannot); `granule` is a multiple of the offset
-    alignment."""
+    alignment; blocks double from `first_block` to `largest_block`."""
 
-    def __init__(self, make_block, granule: int = GRANULE):
+    def __init__(self, make_block, granule: int = GRANULE, first_block: int = FIRST_BLOCK,
+                 largest_block: int = LARGEST_BLOCK):
         self.make_block, self.granule = make_block, granule
+        self.first_block, self.largest_block = first_block, largest_block
         self.blocks: list[Block] = []  # oldest first: old blocks fill before new ones
         self.used = 0  # bytes of the ranges in use (their size classes)
         self.ranges = 0  # ranges in use
@@ -97,8 +100,8 @@ class Pool:
             if offset is not None:
                 break
         else:
-            grown = FIRST_BLOCK << len(self.blocks)
-            block_size = max(size, min(grown, LARGEST_BLOCK))
+            grown = self.first_block << len(self.blocks)
+            block_size = max(size, min(grown, self.largest_block))
             block = Block(*self._new_block(block_size, size))
             self.blocks.append(block)
             offset = block.place(size)
@@ -108,7 +111,7 @@ class Pool:
         return block, offset, size
 
     def _new_block(self, block_size: int, size: int) -> tuple:
-        """(GL buffer, size, release) of a new block; where the driver has no memory for it,
+        """(buffer, size, release) of a new block; where the driver has no memory for it,
         the emptied blocks are freed, and then a block of just `size` is tried."""
         try:
             buf, release = self.make_block(block_size)
