@@ -16,9 +16,10 @@ by the next call. The GL
 state a submission changes: SSBO bindings 0-3 and image units 0-7 (they write images) of the
 kernels it runs, the top 8 texture units (GLDevice.texture_unit_base: kernels read textures
 through the library's sampler, which stays bound there) and the bound compute program. Its memory
-barriers (submission_barriers) order each dispatch after the ones whose writes it reads; after
-the last comes one of all bits, or where a submission writes only textures, one for their use by
-sampling, drawing and copies.
+barriers (gl_barriers) order each dispatch after the ones whose writes it reads; after the last
+comes one of all bits where it downloads, none where it leaves only buffers written on the
+library's own context (the next call orders itself after it), and where it writes textures, one
+for their use by sampling, drawing and copies.
 
 Two things outside this module's objects: importing it installs a process-wide audit hook
 (gl_context._fence_before_new_threads), and a device stores itself on its ModernGL context as
@@ -37,6 +38,9 @@ from .base import BackendUnavailable, Device, DeviceInfo, Limits, Program, Submi
 # gl_proc, VULKAN_MEMORY_MIN_BYTES and GLBuffer: their old home, which tests and tools import
 from .gl_context import GLContext, egl, gl_integer, gl_proc  # noqa: F401
 from .gl_storage import VULKAN_MEMORY_MIN_BYTES, GLBuffer, GLImage, GLStorage  # noqa: F401
+from .gl_barriers import (GL_ALL_BARRIER_BITS, GL_SHADER_STORAGE_BARRIER_BIT,  # noqa: F401
+                          GL_TEXTURE_FETCH_BARRIER_BIT, TEXTURE_USE_BARRIER_BITS,
+                          buffer_names, submission_barriers)
 
 GL_MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
 GL_SHARED_MEMORY_MINIMUM = 32768  # what GL 4.3 guarantees
@@ -64,25 +68,6 @@ class GLProgram(Program):
                 member.value = unit_base + member.value
 
 
-GL_TEXTURE_FETCH_BARRIER_BIT = 0x8
-GL_TEXTURE_UPDATE_BARRIER_BIT = 0x100
-GL_FRAMEBUFFER_BARRIER_BIT = 0x400
-GL_SHADER_STORAGE_BARRIER_BIT = 0x2000
-GL_ALL_BARRIER_BITS = 0xFFFFFFFF
-# What a caller does with a texture a kernel wrote, short of loading it as an image: sample or
-# fetch it, draw into it, copy or read it back.
-TEXTURE_USE_BARRIER_BITS = (GL_TEXTURE_FETCH_BARRIER_BIT | GL_FRAMEBUFFER_BARRIER_BIT
-                            | GL_TEXTURE_UPDATE_BARRIER_BIT)
-
-
-def _resource(obj) -> tuple:
-    """A bound buffer's or image's identity: an image's GL object (two GLImages may wrap one
-    texture), a buffer's range of its GL object (two buffers of the pool share one: buffer_pool)."""
-    if isinstance(obj, GLImage):
-        return ("image", obj.texture.glo)
-    return ("buffer", obj.buf.glo, obj.offset, obj.nbytes)
-
-
 def _bindings(d, unit_base: int) -> list[tuple]:
     """What dispatch `d` binds: (GL binding point, object bound, bind function, its args) for
     each buffer (SSBO bindings), texture read (texture units from `unit_base`) and image
@@ -93,41 +78,6 @@ def _bindings(d, unit_base: int) -> list[tuple]:
                for i, m in enumerate(d.images[:d.image_reads])]
             + [(("image", i), m.texture, m.texture.bind_to_image, (i, False, True))
                for i, m in enumerate(d.images[d.image_reads:])])
-
-
-def submission_barriers(dispatches) -> tuple[list[int], int]:
-    """The glMemoryBarrier bits before each dispatch and after the last. Before a dispatch:
-    the storage bit where it reads a buffer an earlier dispatch wrote, the texture-fetch bit
-    where it samples such a texture, and where it only overwrites what an earlier one touched,
-    the texture-fetch bit alone, to order them. Nothing before the first: what the caller wrote
-    is ordered by GL (drawing, uploads) or by the caller's own barrier after its image stores, as
-    for any GL command that samples. After the last: all bits where the submission leaves a
-    buffer written (read next by anything), else TEXTURE_USE_BARRIER_BITS. The storage and image
-    bits cost NVIDIA's driver more the more was written before them (docs/drivers.md), so they
-    go only where the specification needs them; a caller that loads a written texture with
-    imageLoad issues the image bit itself."""
-    written, touched, before = {}, set(), []
-    for n, d in enumerate(dispatches):
-        bufs = [(i, _resource(b)) for i, b in enumerate(d.buffers) if b is not None]
-        reads = [(r, GL_SHADER_STORAGE_BARRIER_BIT) for i, r in bufs if i != 1]
-        reads += [(_resource(m), GL_TEXTURE_FETCH_BARRIER_BIT) for m in d.images[:d.image_reads]]
-        writes = [r for i, r in bufs if i == 1] + [_resource(m) for m in d.images[d.image_reads:]]
-        bits = 0
-        for r, bit in reads:
-            if r in written:
-                bits |= bit
-        if not bits and n and touched.intersection(writes):
-            bits = GL_TEXTURE_FETCH_BARRIER_BIT
-        before.append(bits)
-        for r, _ in reads:
-            written.pop(r, None)  # read since written: not the submission's output
-            touched.add(r)
-        for r in writes:
-            written[r] = True
-            touched.add(r)
-    end = (GL_ALL_BARRIER_BITS if any(r[0] == "buffer" for r in written)
-           else TEXTURE_USE_BARRIER_BITS)
-    return before, end
 
 
 class GLSubmission(Submission):
@@ -145,6 +95,11 @@ class GLSubmission(Submission):
         # with a nearest-texel sampler (whatever filtering and mipmaps the texture has), images
         # written go to image units.
         before, self._end_barrier = submission_barriers(dispatches)
+        # A call that leaves only buffers written, on the library's own context, ends with no
+        # barrier: the next one issues what it needs (gl_barriers).
+        self._reads, self._writes, self._touched = buffer_names(dispatches)
+        self._lazy = (self._end_barrier == GL_ALL_BARRIER_BITS and not downloads
+                      and device.context.own and not any(d.images for d in dispatches))
         base = device.texture_unit_base
         # GL state persists from one dispatch to the next within a call, so a binding the
         # dispatch before left in place is not made again; the first binds everything. A
@@ -193,6 +148,10 @@ class GLSubmission(Submission):
             sampler = self.device.texel_sampler()
             for unit in self._sampled_units:
                 sampler.use(unit)
+        pending = context.pending
+        lead = pending.lead_bits(self._reads, self._writes)
+        if lead:
+            ctx.memory_barrier(lead, False)
         for bits, binds, program, uniforms, groups in self._calls_again if again else self._calls:
             if bits:
                 ctx.memory_barrier(bits, False)
@@ -206,7 +165,12 @@ class GLSubmission(Submission):
                         values[i] = value
                 program.last = uniforms
             program.shader.mglo.run(*groups)
-        ctx.memory_barrier(self._end_barrier, False)
+        if self._lazy:
+            pending.leave(self._writes, self._touched)
+        else:
+            ctx.memory_barrier(self._end_barrier, False)
+            if self._end_barrier == GL_ALL_BARRIER_BITS:
+                pending.clear()
         if context.own and context.depth == 1:
             context.bound, context.bound_at = self._token, context.entries
         else:  # a caller's context, or calls of the caller's own may follow in this entry
@@ -220,6 +184,7 @@ class GLSubmission(Submission):
         with self._context as ctx:  # device.current()
             if self._uploads:
                 self._wait_fence()  # the last run's upload copies read the staging memory
+                self._context.pending.settle(ctx)  # the copies write what calls left touched
             for (buf, staging, mapped), data in zip(self._uploads, inputs):
                 raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)  # no copy
                 if mapped is not None:

@@ -15,6 +15,7 @@ import sys
 import threading
 import weakref
 
+from .gl_barriers import PendingWrites
 from .gldebug import DEBUG_OUTPUT, debug_output_on
 
 
@@ -179,6 +180,7 @@ class GLContext:
         self._local = threading.local()  # .tc: this thread's ThreadContext
         self.fence, self._fence_ctx = None, None  # the last call's fence, and its context
         self.unfenced = False  # the last call's work has no fence (the process had one thread)
+        self.pending = PendingWrites()  # what calls here left without a barrier (gl_barriers)
         self._sync = None  # (glFenceSync, glWaitSync, glDeleteSync, glFlush)
         self._client_wait = None  # glClientWaitSync
         self.display = None
@@ -301,6 +303,7 @@ class GLContext:
 
     def _fence_here(self):
         """A flushed fence after this call's commands, for a call on another context to wait on."""
+        self.pending.settle(self.ctx)  # the other context's calls read what this one wrote
         fence_sync, _, delete, flush = self.sync_procs()
         fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
         flush()

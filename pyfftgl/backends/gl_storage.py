@@ -230,6 +230,7 @@ class GLStorage:
         GPU."""
         raw = np.ascontiguousarray(data).tobytes()
         with self.context:
+            self.context.pending.settle(self.ctx)
             staging = self.ctx.buffer(raw, dynamic=True)
             self.ctx.copy_buffer(buf.buf, staging, size=len(raw), write_offset=buf.offset)
             staging.release()
@@ -239,6 +240,7 @@ class GLStorage:
         from the buffer itself (see _gl_buffer)."""
         with self.context:
             self.ctx.memory_barrier()
+            self.context.pending.clear()
             staging = self.ctx.buffer(reserve=max(4, count * 4), dynamic=True)
             try:
                 self.ctx.copy_buffer(staging, buf.buf, size=count * 4, read_offset=buf.offset)
