@@ -8,6 +8,7 @@ import math
 import operator
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import zip_longest
 
 import numpy as np
 
@@ -228,6 +229,28 @@ def bounded_plan(shape, steps, device, precision: int, length: int,
                          buffers={n: b for n, b in (buffers or {}).items() if n in names})
 
 
+def _touched(dispatches) -> tuple[set, set]:
+    """The ids of the buffers `dispatches` read, and of those they write (Dispatch.access)."""
+    reads, writes = set(), set()
+    for d in dispatches:
+        r, w = d.access()
+        reads |= r
+        writes |= w
+    return reads, writes
+
+
+def interleaved(first: list, second: list) -> list | None:
+    """Two chains of passes' dispatches as one pass of their dispatches alternately, one of
+    each in turn (each chain's in its order), or None where either writes a buffer the other
+    reads or writes (then only their order computes the same). Buffers both only read (the
+    caller's one array as image and kernel, an FFT plan's tables) are no hazard."""
+    a, b = ([d for ds in chain for d in ds] for chain in (first, second))
+    (ra, wa), (rb, wb) = _touched(a), _touched(b)
+    if wa & (rb | wb) or wb & ra:
+        return None
+    return [[d for pair in zip_longest(a, b) for d in pair if d is not None]]
+
+
 class ConvolutionCalls(DevicePlan):
     """What fftconvolve calls on a convolution's device plan (ConvolvePlan, the overlap-add
     plan): host calls and queued device calls binding "in", "kernel" and "out"."""
@@ -293,8 +316,11 @@ class ConvolvePlan(ConvolutionCalls):
                 ("out", self.padded_shape, list(lay.crop) + [(0, n) for n in c]))}
         self.real, self._between = real, {}
         for name, (shape, spans) in self._windows.items():
-            self._between[name] = [dev.buffer(b, device_only=True) for _, b in
-                                   window_plan(dev, shape, spans, real)[:-1]]
+            writes = [b for _, b in window_plan(dev, shape, spans, real)]
+            self._between[name] = [dev.buffer(b, device_only=True) for b in writes[:-1]]
+            if name == "kernel":  # the kernel's own padded copy: its chain may run beside the
+                sizes["kpadded"] = writes[-1]  # image's (dispatches), so not the image's buffer
+                self.bufs["kpadded"] = dev.buffer(writes[-1], device_only=True)
         self.mul = product_pass(count, lay.precision, dev.info.limits)
         self.nbytes = sum(sizes.values()) + sum(b.nbytes for bs in self._between.values()
                                                 for b in bs)
@@ -322,11 +348,11 @@ class ConvolvePlan(ConvolutionCalls):
         along the other axes, then the outermost axis' over the whole spectrum) where
         kernel_fft is set."""
         b = self.bufs
-        pad = self._window("kernel", kernel, b["padded"])
+        pad = self._window("kernel", kernel, b["kpadded"])
         if not self.kernel_fft:
-            return [pad, self.fft[0].flat_dispatches({"in": b["padded"], "out": b["kspectrum"]})]
+            return [pad, self.fft[0].flat_dispatches({"in": b["kpadded"], "out": b["kspectrum"]})]
         _, rows, outer = self.kernel_fft
-        return [pad, rows.flat_dispatches({"in": b["padded"], "out": b["krows"]}),
+        return [pad, rows.flat_dispatches({"in": b["kpadded"], "out": b["krows"]}),
                 outer.flat_dispatches({"in": b["krows"], "out": b["kspectrum"]})]
 
     def _window(self, name, src, dst) -> list:
@@ -335,18 +361,23 @@ class ConvolvePlan(ConvolutionCalls):
 
     def dispatches(self, resources: dict | None = None) -> list[list]:
         """[the kernel's pad and forward FFT, where "kernel" is bound], the image's pad,
-        forward FFT, product, inverse FFT, crop: from "in" to "out"."""
-        b, (fwd, inv), out = self.bufs, self.fft, []
-        if "kernel" in resources:
-            out += self._kernel_spectrum(resources["kernel"])
-        if "in" in resources:
-            out += [self._window("in", resources["in"], b["padded"]),
-                    fwd.flat_dispatches({"in": b["padded"], "out": b["spectrum"]}),
-                    element_dispatches(self.device, self.mul,
-                                       (b["spectrum"], b["product"], b["kspectrum"])),
-                    inv.flat_dispatches({"in": b["product"], "out": b["padded"]}),
-                    self._window("out", b["padded"], resources["out"])]
-        return out
+        forward FFT, product, inverse FFT, crop: from "in" to "out". With both bound, the
+        kernel's chain and the image's pad and forward FFT alternate, one dispatch of each in
+        turn, where neither writes what the other touches (interleaved): a backend then runs
+        each kernel dispatch beside an image one (Submission) instead of after it. They do not
+        where the kernel's outer FFT takes passes through product and spectrum
+        (_pruned_plans), or the whole kernel FFT through the image FFT's work buffers."""
+        b, (fwd, inv) = self.bufs, self.fft
+        kernel = self._kernel_spectrum(resources["kernel"]) if "kernel" in resources else []
+        if "in" not in resources:
+            return kernel
+        image = [self._window("in", resources["in"], b["padded"]),
+                 fwd.flat_dispatches({"in": b["padded"], "out": b["spectrum"]})]
+        return (kernel and interleaved(kernel, image) or kernel + image) + [
+            element_dispatches(self.device, self.mul,
+                               (b["spectrum"], b["product"], b["kspectrum"])),
+            inv.flat_dispatches({"in": b["product"], "out": b["padded"]}),
+            self._window("out", b["padded"], resources["out"])]
 
 
 class ConvolveCache(PlanCache):

@@ -137,6 +137,42 @@ def test_vulkan_submissions_record_their_own_barriers(uploads):
         assert np.array_equal(dev.read(c, data.size), data)
 
 
+def test_vulkan_barriers_only_where_a_dispatch_depends_on_one_before():
+    """A barrier between two dispatches only where the second reads what the first wrote or
+    writes what it read or wrote (issue 51): two copies of disjoint buffers record one barrier
+    fewer than a chain (the leading barrier aside), a write over what the first read takes one,
+    and each computes what in order would."""
+    from pyfftgl.backends.vulkan import kompute
+    kp = kompute()
+
+    from pyfftgl import planner
+    from pyfftgl.backends.base import Dispatch
+    dev = get_device("vulkan")
+    data = np.random.default_rng(6).standard_normal((2, 4096)).astype(np.float32)
+    a, b, c, d = (dev.buffer(data[0].nbytes) for _ in range(4))
+    prog = kernels.get_program(dev, "copy.comp", {}, planner.PUSH_NAMES)
+
+    def record(pairs):
+        sub = dev.record([Dispatch(prog, (4, 1, 1), np.array([1024, 0, 0, 0, 0, 0], np.uint32),
+                                   (src, dst)) for src, dst in pairs])
+        barriers = sum(isinstance(op, kp.OpMemoryBarrier) for op in sub.ops(free=True))
+        assert barriers == sub.barriers
+        return sub, barriers
+
+    apart, none = record([(a, b), (c, d)])
+    chain, one = record([(a, b), (b, c)])
+    overwrite, after_read = record([(a, b), (c, a)])
+    assert (none, one, after_read) == (0, 1, 1)
+    assert [type(op) for op in apart.ops()] == [kp.OpMemoryBarrier] + [kp.OpAlgoDispatch] * 2
+    assert apart.ends[2] == 1 and chain.ends[2] == 2
+    dev.write(a, data[0])
+    dev.write(c, data[1])
+    apart.run()
+    assert np.array_equal(dev.read(b, 4096), data[0]) and np.array_equal(dev.read(d, 4096), data[1])
+    overwrite.run()  # b = a, then a = c: b holds a's old contents
+    assert np.array_equal(dev.read(b, 4096), data[0]) and np.array_equal(dev.read(a, 4096), data[1])
+
+
 @pytest.mark.quick
 @pytest.mark.parametrize("name", ["vulkan", "gl"])
 def test_buffer_write_read(name):

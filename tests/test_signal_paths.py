@@ -87,6 +87,43 @@ def test_pruned_kernel_spectrum_multipass_outer_axis(backend, mode):
     assert plan.kernel_fft is not None and len(plan.kernel_fft[2].spec.passes) > 1
 
 
+def _keys(dispatches) -> list:
+    return [(d.program, tuple(map(id, d.buffers))) for d in dispatches]
+
+
+@pytest.mark.quick
+def test_kernel_chain_runs_beside_the_image_forward_fft():
+    """Issue 51: fftconvolve's kernel pad and FFT alternate with the image's pad and forward
+    FFT where neither writes what the other touches, so Vulkan records no barrier between a
+    kernel dispatch and the image dispatch after it: one barrier fewer per pair than in order.
+    Pruned (outer FFT in one pass, and in two through the plan's product) and whole kernel FFTs
+    in one pass alternate; a whole FFT whose passes go through the image FFT's own work buffers
+    keeps its order. Each against scipy."""
+    rng = np.random.default_rng(13)
+    cases = [((64, 60), (5, 7), np.float32, True), ((9000, 4), (5, 3), np.float32, True),
+             ((1000,), (900,), np.complex64, True), ((20000,), (30000,), np.float32, False)]
+    for ishape, kshape, dtype, beside in cases:
+        a, b = _data(rng, ishape, dtype), _data(rng, kshape, dtype)
+        plan = _check("vulkan", a, b, "same")
+        assert isinstance(plan, ConvolvePlan)
+        assert (plan.kernel_fft is not None) == (len(ishape) > 1)
+        da, db = (pyfftgl.asarray(x, backend="vulkan") for x in (a, b))
+        res = {"in": da.buffer, "kernel": db.buffer, "out": ps.fftconvolve(da, db, "same").buffer}
+        kernel = plan.flat_dispatches({"kernel": db.buffer})  # its pad and FFT alone
+        image = [d for ds in plan.dispatches({"in": da.buffer, "out": res["out"]})[:2]
+                 for d in ds]  # its pad and forward FFT
+        flat, rec = plan.flat_dispatches(res), plan.submission(res)
+        pairs = min(len(kernel), len(image))
+        assert rec.dispatch_count == len(flat) == len(kernel) + plan.dispatch_count
+        if beside:
+            merged = [x for i in range(pairs) for x in (kernel[i], image[i])]
+            assert _keys(flat[:2 * pairs]) == _keys(merged)
+            assert rec.submission.barriers == rec.dispatch_count - 1 - pairs
+        else:
+            assert _keys(flat[:len(kernel)]) == _keys(kernel)
+            assert rec.submission.barriers > rec.dispatch_count - 1 - pairs
+
+
 @pytest.mark.quick
 def test_pruned_kernel_longer_on_an_inner_axis(backend):
     """A kernel longer than the image on the inner axis (full and same), and 'valid' with a

@@ -7,9 +7,12 @@ import threading
 
 import numpy as np
 import pytest
+import scipy.signal
 
 import pyfftgl
+import pyfftgl.signal as ps
 from pyfftgl.backends import get_device
+from pyfftgl.signal_plans import ConvolvePlan
 
 from conftest import assert_accurate, random_complex
 from test_dispatch_budget import dispatches_per_pass, lowered_budget
@@ -27,6 +30,7 @@ CASES = {
     "rfft2 64 x 64 (paired rows)": ((64, 64), F32, "rfft2", {}, 64 * 64, 1.0),
     "irfft2 64 x 64": ((64, 33), C64, "irfft2", {"s": (64, 64)}, 64 * 64, 1.0),
     "fftn 6 x 12 x 16": ((6, 12, 16), C64, "fftn", {}, 6 * 12 * 16, 1.0),
+    "fft2 16 x 2^14 (four-step rows)": ((16, 2**14), C64, "fft2", {}, 16 * 2**14, 1.0),
 }
 
 
@@ -52,7 +56,7 @@ def test_kernel_family_host_call(case):
 
 
 @pytest.mark.parametrize("case", ["Stockham 1024", "Bluestein 4099", "rfft2 64 x 64 (paired rows)",
-                                  "fftn 6 x 12 x 16"])
+                                  "fftn 6 x 12 x 16", "fft2 16 x 2^14 (four-step rows)"])
 def test_kernel_family_on_device_arrays(case):
     """A device array in, a device array out (no host transfer in the call), then a call into a
     reused `out=`: the writes, copies and reads of device-only buffers around the passes."""
@@ -67,6 +71,39 @@ def test_kernel_family_on_device_arrays(case):
     assert np.array_equal(d.get(), x)
     d.device.write(d.buffer, y)  # a host write into a buffer a call read
     assert np.array_equal(d.get(), y)
+
+
+def test_multipass_fft2_plan():
+    """The fft2 case above is a plan of several passes (a four-step axis), so its submission
+    orders passes by barriers the layer checks."""
+    p = pyfftgl.plan((16, 2**14), C64, kind="fft2", backend="vulkan")
+    assert sum(len(dp.spec.passes) for dp in p.device_plans) > 2
+
+
+@pytest.mark.parametrize("ishape, kshape, dtype", [
+    ((64, 60), (5, 7), F32), ((9000, 4), (5, 3), F32), ((1000,), (900,), C64)])
+def test_fftconvolve_kernel_beside_image(ishape, kshape, dtype):
+    """fftconvolve with the kernel's pad and FFT interleaved with the image's pad and forward
+    FFT, without barriers between them (issue 51): pruned (outer FFT in one pass, in two through
+    the plan's product) and whole; device calls with a new kernel each, back to back, then a
+    host call: scipy's answer each time."""
+    rng = np.random.default_rng(sum(ishape))
+    a, kernels = _data(ishape, dtype, seed=5), [rng.standard_normal(kshape).astype(dtype)
+                                                for _ in range(3)]
+    da = pyfftgl.asarray(a, backend="vulkan")
+    dks = [pyfftgl.asarray(b, backend="vulkan") for b in kernels[:2]]
+    outs = [ps.fftconvolve(da, db, "same") for db in dks]  # queued back to back
+    outs = [o.get() for o in outs] + [ps.fftconvolve(a, kernels[2], "same", backend="vulkan")]
+    for got, b in zip(outs, kernels):
+        ref = scipy.signal.fftconvolve(a.astype(np.complex128), b.astype(np.complex128), "same")
+        ref = ref if np.dtype(dtype).kind == "c" else ref.real
+        assert np.linalg.norm(got - ref) <= 1e-5 * np.linalg.norm(ref)
+    plan = [p for p in ps.convolve_cache.plans() if isinstance(p, ConvolvePlan)
+            and p.layout.image_shape == ishape][-1]
+    assert (plan.kernel_fft is not None) == (len(ishape) > 1)
+    rec = plan.submission({"in": da.buffer, "kernel": dks[0].buffer,
+                           "out": pyfftgl.asarray(outs[0], backend="vulkan").buffer})
+    assert rec.submission.barriers < rec.dispatch_count - 2
 
 
 @pytest.mark.parametrize("case", ["Stockham 1024", "four-step 2^14", "rfft2 64 x 64 (paired rows)"])

@@ -109,10 +109,13 @@ class Dispatch:
 class Submission(abc.ABC):
     """A recorded list of dispatches (plus uploads/downloads) that can be replayed many times.
 
-    Dispatches run in order with a storage barrier between consecutive ones. Replays queue behind
-    each other without the host waiting for the earlier ones (several in flight); the host waits
-    only when it reads (Device.read, Submission.result) or calls Device.finish. A queued replay
-    may be held until the next replay or wait (Device.flush starts it).
+    Dispatches run as if in order: a backend may let consecutive dispatches run together where
+    neither writes a buffer the other reads or writes (Dispatch.access), and orders the others
+    with a barrier (Vulkan: hazard_groups; GL: submission_barriers; WebGPU: its own usage
+    tracking). Replays queue behind each other without the host waiting for the earlier ones
+    (several in flight); the host waits only when it reads (Device.read, Submission.result) or
+    calls Device.finish. A queued replay may be held until the next replay or wait
+    (Device.flush starts it).
     """
 
     device: "Device"

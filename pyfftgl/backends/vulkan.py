@@ -15,7 +15,7 @@ from . import _vkinfo
 from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Limits, Program,
                    Submission)
 from .vulkan_transfers import COMPUTE, SHADER_RW, SHADER_WRITE, TRANSFER, TRANSFER_WRITE
-from .vulkan_transfers import VulkanTransfers, barrier, between
+from .vulkan_transfers import VulkanTransfers, barrier, between, hazard_groups
 
 # Which physical device to use when there are several: real GPUs before software rasterisers.
 _TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "other": 3, "cpu": 4}
@@ -78,16 +78,18 @@ class VkSubmission(Submission):
             self._ops.append(barrier(SHADER_WRITE | (TRANSFER_WRITE if moves else 0),
                                      SHADER_RW, COMPUTE | (TRANSFER if moves else 0), COMPUTE))
         first = len(self._ops)
-        for i, d in enumerate(dispatches):
-            if i:  # dispatch i reads what dispatch i-1 wrote (and may overwrite what it read)
-                self._ops.append(between(d))
-            self._ops.append(kp.OpAlgoDispatch(device.algorithm(d), d.push))
+        # A barrier only before a dispatch that reads what one since the last barrier wrote, or
+        # writes what one since read or wrote: dispatches touching no common buffer run together.
+        groups = hazard_groups(dispatches)
+        self.barriers = max(0, len(groups) - 1)  # those between dispatches (tests read it)
+        for i, (group, _, _) in enumerate(groups):
+            self._ops += [between(group)] * bool(i) + [
+                kp.OpAlgoDispatch(device.algorithm(d), d.push) for d in group]
         self._timed_span = (first, len(self._ops))
         # A call of dispatches alone may go without its leading barrier where nothing it touches
-        # first is in flight (VulkanDevice.overlaps): its first and last dispatch's access.
-        alone = dispatches and not (uploads or downloads)
-        self.ends = ((dispatches[0].access(), dispatches[-1].access(), len(dispatches))
-                     if alone else None)
+        # first is in flight (VulkanDevice.overlaps): its first and last group's access.
+        self.ends = ((groups[0][1:], groups[-1][1:], len(groups))
+                     if dispatches and not (uploads or downloads) else None)
         if downloads:  # kp's sync records its own shader/transfer -> transfer barrier
             self._ops.append(kp.OpTensorSyncLocal([b.tensor for b in downloads]))
         # kp sequences of the ops, [with the leading barrier, without]: a slot per call in
@@ -289,10 +291,11 @@ class VulkanDevice(Device):
 
     def overlaps(self, sub: VkSubmission) -> bool:
         """Whether `sub`, queued next, goes without its leading barrier: a call of dispatches
-        alone whose first dispatch reads nothing the dispatches queued since the last barrier
-        write, and writes nothing they read or write. Then it may start while they run (a
-        single image's passes leave much of the GPU idle as they fill and drain); the record
-        of what is in flight is updated either way."""
+        alone whose first group (its dispatches before its first barrier: hazard_groups) reads
+        nothing the dispatches queued since the last barrier write, and writes nothing they
+        read or write. Then it may start while they run (a single image's passes leave much of
+        the GPU idle as they fill and drain); the record of what is in flight is updated either
+        way: with its only group added, or its last group alone after its barriers."""
         ends, since = sub.ends, self._since_barrier
         if ends is None:
             self._since_barrier = None

@@ -30,18 +30,39 @@ def barrier(src_access: int, dst_access: int, src_stage: int, dst_stage: int):
     return kp.OpMemoryBarrier([], src_access, dst_access, src_stage, dst_stage)
 
 
-def between(dispatch):
-    """The barrier before a dispatch that follows another of its submission: one global
-    compute -> compute barrier. With PYFFTGL_VK_BARRIERS=wgpu, and PYFFTGL_VK_QUEUE=graphics
-    (the stages need a queue that draws), the shape wgpu records instead: a buffer barrier per
-    storage buffer the dispatch binds, over the vertex, fragment and compute stages, to time
-    what WebGPU's passes pay for theirs (docs/devices.md)."""
+def between(group):
+    """The barrier before a group of dispatches (hazard_groups) that follows another of its
+    submission: one global compute -> compute barrier. With PYFFTGL_VK_BARRIERS=wgpu, and
+    PYFFTGL_VK_QUEUE=graphics (the stages need a queue that draws), the shape wgpu records
+    instead: a buffer barrier per storage buffer the group's dispatches bind, over the vertex,
+    fragment and compute stages, to time what WebGPU's passes pay for theirs
+    (docs/devices.md)."""
     if os.environ.get("PYFFTGL_VK_BARRIERS") != "wgpu":
         return barrier(SHADER_WRITE, SHADER_RW, COMPUTE, COMPUTE)
     from .. import _kp as kp
     stages = 0x8 | 0x80 | COMPUTE  # VERTEX_SHADER | FRAGMENT_SHADER | COMPUTE_SHADER
-    return kp.OpMemoryBarrier([b.tensor for b in dispatch.buffers if b is not None],
-                              SHADER_RW, SHADER_RW, stages, stages)
+    bound = {id(b): b for d in group for b in d.buffers if b is not None}
+    return kp.OpMemoryBarrier([b.tensor for b in bound.values()], SHADER_RW, SHADER_RW, stages,
+                              stages)
+
+
+def hazard_groups(dispatches) -> list[tuple[list, frozenset, frozenset]]:
+    """A submission's dispatches as (dispatches, ids read, ids written) groups that need no
+    barrier among them: a dispatch joins the group before it unless it reads a buffer the group
+    writes, or writes one the group reads or writes (Dispatch.access); else a barrier (between)
+    starts a new group. Ids are the key: two buffers may be ranges of one pooled allocation,
+    but ranges never overlap, and the barrier is a global one."""
+    groups = []  # [dispatches, reads, writes]
+    for d in dispatches:
+        reads, writes = d.access()
+        last = groups[-1] if groups else None
+        if last and not (reads & last[2] or writes & (last[1] | last[2])):
+            last[0].append(d)
+            last[1] |= reads
+            last[2] |= writes
+        else:
+            groups.append([[d], set(reads), set(writes)])
+    return [(ds, frozenset(r), frozenset(w)) for ds, r, w in groups]
 
 
 def copies(pairs, after_transfer: bool) -> list:
