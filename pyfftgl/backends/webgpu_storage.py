@@ -59,7 +59,11 @@ class WgpuStorage:
 
     def _block(self, nbytes: int) -> tuple:
         buf = self._create(nbytes)
-        return buf, buf.destroy
+
+        def release():  # the calls held back may bind it: submitted first, wgpu then waits
+            self.device.submit()
+            buf.destroy()
+        return buf, release
 
     def buffer(self, nbytes: int) -> WgpuBuffer:
         """A buffer of `nbytes`: a range of a block below LARGE, else a wgpu buffer of its own;
