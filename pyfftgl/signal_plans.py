@@ -330,7 +330,8 @@ class ConvolvePlan(ConvolutionCalls):
     def _pruned_plans(self) -> tuple | None:
         """(the kernel's rows, the FFT plan of the other axes on those rows, that of the
         outermost axis reading only those rows (bounded_plan), its work buffers the image's
-        product and spectrum, free while the kernel's spectrum is made) where
+        product (free until the product pass) and spectrum (which the image's forward FFT
+        writes: then the two chains keep their order, dispatches)) where
         pruned_kernel_steps splits the kernel's FFT and both fit one submission, else None."""
         steps = pruned_kernel_steps(self.layout)
         if steps is None:
@@ -364,9 +365,9 @@ class ConvolvePlan(ConvolutionCalls):
         forward FFT, product, inverse FFT, crop: from "in" to "out". With both bound, the
         kernel's chain and the image's pad and forward FFT alternate, one dispatch of each in
         turn, where neither writes what the other touches (interleaved): a backend then runs
-        each kernel dispatch beside an image one (Submission) instead of after it. They do not
-        where the kernel's outer FFT takes passes through product and spectrum
-        (_pruned_plans), or the whole kernel FFT through the image FFT's work buffers."""
+        each kernel dispatch beside an image one (Submission) instead of after it. They keep
+        their order where the kernel's outer FFT passes through spectrum (its second work
+        buffer: _pruned_plans), or the whole kernel FFT through the image FFT's work buffers."""
         b, (fwd, inv) = self.bufs, self.fft
         kernel = self._kernel_spectrum(resources["kernel"]) if "kernel" in resources else []
         if "in" not in resources:
