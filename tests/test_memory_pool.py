@@ -214,25 +214,35 @@ def test_gl_barriers_tell_ranges_of_one_gl_buffer_apart():
         [0, GL_SHADER_STORAGE_BARRIER_BIT], GL_ALL_BARRIER_BITS)
 
 
+# In a process of one thread (with others, every GL call ends in a fence, which takes all bits).
+LEFT_BARRIER = r"""
+import numpy as np, pyfftgl
+device = pyfftgl.get_device("gl")
+pending = device.context.pending
+x = np.random.default_rng(3).standard_normal((3, 64)).astype(np.complex64)
+a = pyfftgl.asarray(x, backend="gl")
+p = pyfftgl.plan(x.shape, np.complex64, kind="fft", backend="gl")
+q = pyfftgl.plan(x.shape, np.complex64, kind="ifft", backend="gl")
+out, back = p(a), None
+for _ in range(3):
+    p(a, out=out)  # overwrites what the call before left written: the fetch bit orders it
+    assert pending.unbarriered and out.buffer.buf.glo in pending.written
+    back = q(out, out=back) if back is not None else q(out)  # reads it: the storage bit
+np.testing.assert_allclose(back.get(), x, rtol=0, atol=1e-5)  # a host read: all bits
+assert not pending.unbarriered and not pending.written
+print("ok")
+"""
+
+
 def test_gl_calls_leave_their_barrier_to_the_next_call():
     """A call that leaves only buffers written ends with no barrier (NVIDIA's storage bit costs
     about 12 us after a large write); the next call issues the storage bit where it reads what
     was left written, the fetch bit where it only overwrites it, and a host read all bits. The
     results through such chains match numpy."""
     from pyfftgl.backends.gl_barriers import GL_TEXTURE_FETCH_BARRIER_BIT, PendingWrites
-    device = pyfftgl.get_device("gl")
-    pending = device.context.pending
-    x = np.random.default_rng(3).standard_normal((3, 64)).astype(np.complex64)
-    a = pyfftgl.asarray(x, backend="gl")
-    p = pyfftgl.plan(x.shape, np.complex64, kind="fft", backend="gl")
-    q = pyfftgl.plan(x.shape, np.complex64, kind="ifft", backend="gl")
-    out, back = p(a), None
-    for _ in range(3):
-        p(a, out=out)  # overwrites what the call before left written: the fetch bit orders it
-        assert pending.unbarriered and out.buffer.buf.glo in pending.written
-        back = q(out, out=back) if back is not None else q(out)  # reads it: the storage bit
-    np.testing.assert_allclose(back.get(), x, rtol=0, atol=1e-5)  # a host read: all bits
-    assert not pending.unbarriered and not pending.written
+    out = subprocess.run([sys.executable, "-c", LEFT_BARRIER], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
     books = PendingWrites()
     books.leave(frozenset({1}), frozenset({1, 2}))
     assert books.lead_bits(frozenset({2}), frozenset({1})) == GL_TEXTURE_FETCH_BARRIER_BIT
