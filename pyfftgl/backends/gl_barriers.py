@@ -34,31 +34,38 @@ def submission_barriers(dispatches) -> tuple[list[int], int]:
     """The glMemoryBarrier bits before each dispatch and after the last. Before a dispatch:
     the storage bit where it reads a buffer an earlier dispatch wrote, the texture-fetch bit
     where it samples such a texture, and where it only overwrites what an earlier one touched,
-    the texture-fetch bit alone, to order them. Nothing before the first: what the caller wrote
-    is ordered by GL (drawing, uploads) or by the caller's own barrier after its image stores, as
-    for any GL command that samples. After the last: all bits where the submission leaves a
-    buffer written (read next by anything), else TEXTURE_USE_BARRIER_BITS. The storage and image
-    bits cost NVIDIA's driver more the more was written before them (docs/drivers.md), so they
-    go only where the specification needs them; a caller that loads a written texture with
-    imageLoad issues the image bit itself."""
-    written, touched, before = {}, set(), []
+    the texture-fetch bit alone, to order them; none where a barrier since did that. Nothing
+    before the first: what the caller wrote is ordered by GL (drawing, uploads) or by the
+    caller's own barrier after its image stores, as for any GL command that samples. After the
+    last: all bits where the submission leaves a buffer written (read next by anything), else
+    TEXTURE_USE_BARRIER_BITS. The storage and image bits cost NVIDIA's driver more the more was
+    written before them (docs/drivers.md), so they go only where the specification needs them;
+    a caller that loads a written texture with imageLoad issues the image bit itself."""
+    # written: what the submission leaves written (the end's bits); unordered: what was written
+    # with no barrier since that makes it visible (resource -> the bit a read of it needs);
+    # touched: what dispatches since the last barrier read or wrote. A barrier orders every
+    # command before it against every one after, so one serves the dispatches that follow too.
+    written, unordered, touched, before = {}, {}, set(), []
     for n, d in enumerate(dispatches):
         bufs = [(i, _resource(b)) for i, b in enumerate(d.buffers) if b is not None]
-        reads = [(r, GL_SHADER_STORAGE_BARRIER_BIT) for i, r in bufs if i != 1]
-        reads += [(_resource(m), GL_TEXTURE_FETCH_BARRIER_BIT) for m in d.images[:d.image_reads]]
+        reads = [r for i, r in bufs if i != 1] + [_resource(m) for m in d.images[:d.image_reads]]
         writes = [r for i, r in bufs if i == 1] + [_resource(m) for m in d.images[d.image_reads:]]
         bits = 0
-        for r, bit in reads:
-            if r in written:
-                bits |= bit
+        for r in reads:
+            bits |= unordered.get(r, 0)
         if not bits and n and touched.intersection(writes):
             bits = GL_TEXTURE_FETCH_BARRIER_BIT
         before.append(bits)
-        for r, _ in reads:
+        if bits:
+            unordered = {r: need for r, need in unordered.items() if not need & bits}
+            touched = set()
+        for r in reads:
             written.pop(r, None)  # read since written: not the submission's output
             touched.add(r)
         for r in writes:
             written[r] = True
+            unordered[r] = (GL_SHADER_STORAGE_BARRIER_BIT if r[0] == "buffer"
+                            else GL_TEXTURE_FETCH_BARRIER_BIT)
             touched.add(r)
     end = (GL_ALL_BARRIER_BITS if any(r[0] == "buffer" for r in written)
            else TEXTURE_USE_BARRIER_BITS)
