@@ -214,6 +214,21 @@ def test_gl_barriers_tell_ranges_of_one_gl_buffer_apart():
         [0, GL_SHADER_STORAGE_BARRIER_BIT], GL_ALL_BARRIER_BITS)
 
 
+def test_gl_one_barrier_serves_the_dispatches_after_it():
+    """Two chains side by side (fftconvolve's kernel and image): the storage bit before the
+    first read of one chain's output also makes the other's visible, so reading that takes no
+    barrier of its own; a write over a buffer read before that barrier takes none either."""
+    device = pyfftgl.get_device("gl")
+    a, b, c, d, e = (device.buffer(64) for _ in range(5))
+
+    def dispatch(read, write):
+        return Dispatch(None, (1, 1, 1), np.zeros(0, np.uint32), buffers=(read, write))
+    S = GL_SHADER_STORAGE_BARRIER_BIT
+    assert submission_barriers([dispatch(c, a), dispatch(e, b), dispatch(b, d),
+                                dispatch(a, e)])[0] == [0, 0, S, 0]
+    assert submission_barriers([dispatch(c, a), dispatch(a, b), dispatch(d, c)])[0] == [0, S, 0]
+
+
 # In a process of one thread (with others, every GL call ends in a fence, which takes all bits).
 LEFT_BARRIER = r"""
 import numpy as np, pyfftgl
