@@ -71,12 +71,13 @@ class Block:
 
 class Pool:
     """The books of one device's pool. `make_block(size)` -> (buffer, release) allocates a
-    block (MemoryError where the driver cannot); `granule` is a multiple of the offset
-    alignment; blocks double from `first_block` to `largest_block`."""
+    block (MemoryError where the driver cannot); the granule is GRANULE raised to a multiple of
+    the driver's offset alignment `align`; blocks double from `first_block` to `largest_block`."""
 
-    def __init__(self, make_block, granule: int = GRANULE, first_block: int = FIRST_BLOCK,
+    def __init__(self, make_block, align: int = 1, first_block: int = FIRST_BLOCK,
                  largest_block: int = LARGEST_BLOCK):
-        self.make_block, self.granule = make_block, granule
+        align = max(1, align)
+        self.make_block, self.granule = make_block, -(-GRANULE // align) * align
         self.first_block, self.largest_block = first_block, largest_block
         self.blocks: list[Block] = []  # oldest first: old blocks fill before new ones
         self.used = 0  # bytes of the ranges in use (their size classes)

@@ -18,7 +18,7 @@ import numpy as np
 from ..planner import IMAGE_FORMATS, image_format
 from .base import Buffer, Image
 from .gl_context import GLContext, gl_integer, gl_proc
-from .buffer_pool import GRANULE, LARGE, Pool
+from .buffer_pool import LARGE, Pool
 from .gldebug import expected_errors
 
 GL_BUFFER_SIZE = 0x8764
@@ -73,8 +73,8 @@ class GLStorage:
         self._memory = None  # bytes of device memory (memory_total)
         self._procs = None  # (glCreateBuffers, glNamedBufferStorage, glDeleteBuffers, query)
         with context:  # every range's offset is a multiple of the granule
-            align = max(1, gl_integer(GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT))
-        self.pool = Pool(self._gl_buffer, -(-GRANULE // align) * align)
+            align = gl_integer(GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT)
+        self.pool = Pool(self._gl_buffer, align)
 
     def buffer(self, nbytes: int) -> GLBuffer:
         """A device buffer of `nbytes`: a range of a pool block below buffer_pool.LARGE, else a GL

@@ -26,7 +26,7 @@ from ..planner import IMAGE_FORMATS
 from . import wgpuinfo
 from .base import BackendUnavailable, Device, DeviceInfo, Image, Limits, Program, Submission
 from .webgpu_storage import WgpuStorage
-from .webgpu_storage import round4 as _round4
+from .webgpu_storage import round4
 
 # The kernels' image formats (planner.IMAGE_FORMATS, GLSL names) as WebGPU texture formats:
 # those WebGPU may write as storage textures (r16float and rg16float may not).
@@ -89,7 +89,7 @@ class WgpuSubmission(Submission):
         self.keep = [d.images for d in dispatches]
         wgpu = device.wgpu
         self.staging = [device.dev.create_buffer(
-            size=_round4(b.nbytes), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+            size=round4(b.nbytes), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
             for b in self.downloads]
         self._results: list | None = None
         self.gpu_ns: float | None = None
@@ -111,7 +111,7 @@ class WgpuSubmission(Submission):
 
     def encode_copies(self, encoder) -> None:
         for buf, staging in zip(self.downloads, self.staging):
-            encoder.copy_buffer_to_buffer(buf.buf, buf.offset, staging, 0, _round4(buf.nbytes))
+            encoder.copy_buffer_to_buffer(buf.buf, buf.offset, staging, 0, round4(buf.nbytes))
 
     def _result(self, i, out):
         if self._results is None:
@@ -424,7 +424,7 @@ class WebGPUDevice(Device):
         self.submit()
         raw = np.ascontiguousarray(data).view(np.uint8).ravel()
         usage = self.wgpu.BufferUsage
-        staging = self.dev.create_buffer(size=_round4(raw.size), usage=usage.MAP_WRITE
+        staging = self.dev.create_buffer(size=round4(raw.size), usage=usage.MAP_WRITE
                                          | usage.COPY_SRC, mapped_at_creation=True)
         padded = raw if raw.size % 4 == 0 else np.concatenate(
             [raw, np.zeros(4 - raw.size % 4, np.uint8)])
@@ -440,7 +440,7 @@ class WebGPUDevice(Device):
 
     def _read(self, buf, count):
         self.submit()
-        size = _round4(count * 4)
+        size = round4(count * 4)
         staging = self._staging.pop(size)
         if staging is None:
             usage = self.wgpu.BufferUsage
@@ -461,7 +461,7 @@ class WebGPUDevice(Device):
             staging.map_sync(self.wgpu.MapMode.READ)
             try:
                 # a view of the mapping (valid until unmap), copied once
-                return np.frombuffer(staging.read_mapped(0, _round4(count * 4), copy=False),
+                return np.frombuffer(staging.read_mapped(0, round4(count * 4), copy=False),
                                      np.float32)[:count].copy()
             finally:
                 staging.unmap()

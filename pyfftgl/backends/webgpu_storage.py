@@ -3,7 +3,7 @@
 Blocks spare the driver an allocation per array, and they decide where buffers land: on NVIDIA's
 Vulkan driver our kernels ran up to 1.5x slower on wgpu's own 32 MiB buffers than on the same
 bytes inside a 256 MiB one, and as slow in 32 MiB blocks of a pool grown from small ones
-(docs/performance-log.md). So every block is LARGEST_BLOCK (or the device's largest buffer), as
+(docs/performance-log.md). So every block is BLOCK (or the device's largest buffer), as
 VMA's default blocks are, and only buffers of LARGE or more get a wgpu buffer of their own.
 """
 from __future__ import annotations
@@ -11,10 +11,9 @@ from __future__ import annotations
 import weakref
 
 from .base import Buffer
-from .buffer_pool import GRANULE, Pool
+from .buffer_pool import Pool
 
-FIRST_BLOCK = 256 << 20
-LARGEST_BLOCK = 256 << 20
+BLOCK = 256 << 20
 LARGE = 64 << 20  # buffers this large keep a wgpu buffer of their own
 
 
@@ -41,11 +40,9 @@ class WgpuStorage:
     def __init__(self, device):
         self.device = device
         limits = device.dev.limits
-        align = max(1, limits["min-storage-buffer-offset-alignment"])
-        largest = min(LARGEST_BLOCK, limits["max-buffer-size"])
-        self.pool = Pool(self._block, -(-GRANULE // align) * align, min(FIRST_BLOCK, largest),
-                         largest)
-        self.large = min(LARGE, largest)
+        block = min(BLOCK, limits["max-buffer-size"])
+        self.pool = Pool(self._block, limits["min-storage-buffer-offset-alignment"], block, block)
+        self.large = min(LARGE, block)
         self._freed: list[tuple] = []
 
     def _create(self, nbytes: int):
