@@ -20,6 +20,7 @@ PARALLEL_BYTES = 2 << 20  # below this, handing chunks to threads costs more tha
 CHUNK_BYTES = 1 << 20  # each thread copies at least this much
 MAX_THREADS = 4  # the copies saturate the memory bus beyond a few cores
 IDLE_SECONDS = 0.1  # a worker with no copy for this long exits (restarting one costs tens of us)
+_CPUS = os.cpu_count() or 1  # read once: each os.cpu_count() reads sysfs (6 us a call here)
 
 
 class _Workers:
@@ -65,7 +66,7 @@ def threads() -> int:
     positive count, caps them)."""
     cap = os.environ.get("PYFFTGL_COPY_THREADS", "")
     wanted = int(cap) if cap.isdigit() and int(cap) > 0 else MAX_THREADS
-    return max(1, min(wanted, os.cpu_count() or 1))
+    return max(1, min(wanted, _CPUS))
 
 
 def _forget_workers() -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as v
+from .lru import LRU
 from .planner import Step, precision_of
 
 
@@ -240,12 +241,36 @@ def _one_axis(kind: Kind, shape, n, axis, norm):
     return [n], [v.axis(axis, len(shape))], norm
 
 
+# The Calls of argument sets seen before: working one out again cost a one-shot call 60-90 us
+# on the H200's host (docs/performance-log.md). Only arguments of plain types are keys.
+_calls = LRU(256)
+
+
+def _plain(value) -> bool:
+    """Whether `value` is None, a str, an int or a tuple of ints (not bools or numpy ints: their
+    checks may differ), so that equal keys mean equal arguments."""
+    if value is None or type(value) in (int, str):
+        return True
+    return type(value) is tuple and all(type(i) is int for i in value)
+
+
 def steps_for(kind: str, shape, dtype, *, n=None, axis=-1, s=None, axes=None,
               norm=None) -> Call:
     """How numpy.fft.<kind>(a, n/axis or s/axes, norm) on an array of `shape` and `dtype` runs
     on the device: its jobs and its result's shape and dtype, the arguments checked in numpy's
     order, with numpy's exceptions, before any GPU work. The arguments are the function's own:
     axes=None means every axis, also for the 2-D kinds (whose signatures default to (-2, -1))."""
+    args = (kind, shape, n, axis, s, axes, norm)
+    key = (*args, np.dtype(dtype)) if all(map(_plain, args)) else None
+    call = None if key is None else _calls.get(key)
+    if call is None:
+        call = _steps_for(kind, shape, dtype, n, axis, s, axes, norm)
+        if key is not None:
+            _calls.put(key, call)
+    return call
+
+
+def _steps_for(kind, shape, dtype, n, axis, s, axes, norm) -> Call:
     spec = KINDS[kind]
     x = np.broadcast_to(np.zeros((), dtype), shape)  # the checks read only shape and dtype
     x = v.as_array(x, kind)  # in native byte order

@@ -124,3 +124,30 @@ def test_copy_threads_exit_when_idle(monkeypatch):
         while live() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not live()
+
+
+def test_a_repeated_call_reuses_its_steps_and_argument_sets_stay_apart():
+    """A call's jobs are worked out once per argument set (kinds.steps_for), and sets that
+    differ in one argument (dtype, an axis, norm, a length, its type) never share them."""
+    from pyfftgl.kinds import steps_for
+    plain = steps_for("rfft2", (8, 16), np.float32, s=None, axes=(-2, -1), norm=None)
+    assert steps_for("rfft2", (8, 16), np.float32, s=None, axes=(-2, -1), norm=None) is plain
+    others = [steps_for("rfft2", (8, 16), np.float64, s=None, axes=(-2, -1), norm=None),
+              steps_for("rfft2", (8, 16), np.float32, s=None, axes=(-1, -2), norm=None),
+              steps_for("rfft2", (8, 16), np.float32, s=None, axes=(-2, -1), norm="ortho"),
+              steps_for("rfft2", (8, 16), np.float32, s=(8, 12), axes=(-2, -1), norm=None),
+              steps_for("rfft2", (8, 16), np.float32, s=[8, 16], axes=[-2, -1], norm=None)]
+    assert all(o is not plain for o in others)
+    assert others[0].jobs[0].dtype == np.complex128 and others[3].out_shape == (8, 7)
+    x = np.random.default_rng(3).standard_normal((8, 16))
+    for _ in range(2):  # each set again, after the others: its own result
+        for kw in ({}, {"axes": (-1, -2)}, {"norm": "ortho"}, {"s": (8, 12)}, {"axes": (0, 1)}):
+            for dt in (np.float32, np.float64):
+                got = pyfftgl.rfft2(x.astype(dt), **kw)
+                ref = np.fft.rfft2(x, **kw)
+                assert got.shape == ref.shape and got.dtype == (np.complex64 if dt == np.float32
+                                                                 else np.complex128)
+                assert_accurate(got.ravel(), ref.ravel(), 8 * 16)
+    for _ in range(2):  # a bad set raises each time, not only the first
+        with pytest.raises(ValueError):
+            steps_for("rfft2", (8, 16), np.float32, s=None, axes=(-2, -1), norm="bad")
