@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +79,27 @@ khronos_validation.enable_message_limit = false
 END = "pyfftgl-memory-pool-test-end\n"
 
 
+def _end_log(log: Path, done: threading.Event, seconds: float = 120) -> bool:
+    """Write END into the log's pipe until its reader has it: END written between the reader's
+    end of file and its close would go with the pipe's buffer, and the reader then waits on its
+    next open for ever. Opened without blocking, so that no open waits on a reader that is gone."""
+    deadline = time.monotonic() + seconds
+    while not done.is_set() and time.monotonic() < deadline:
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: the reader is between two opens
+            done.wait(0.05)
+            continue
+        try:
+            os.write(fd, ("\n" + END).encode())
+        except BlockingIOError:  # the pipe is full: the reader still drains the layer's lines
+            pass
+        finally:
+            os.close(fd)
+        done.wait(0.5)
+    return done.is_set()
+
+
 def _run_under_best_practices(tmp_path: Path, limit: int) -> tuple[dict, list[str]]:
     """The script's report, and every line the layer logged, with the pool held to `limit`."""
     log, settings = tmp_path / "layer.log", tmp_path / "vk_layer_settings.txt"
@@ -100,9 +122,7 @@ def _run_under_best_practices(tmp_path: Path, limit: int) -> tuple[dict, list[st
     env.pop("PYFFTGL_VK_LAYER_LOG", None)
     out = subprocess.run([sys.executable, "-c", SCRIPT, str(ARRAYS)], capture_output=True,
                          text=True, env=env, timeout=300)
-    with open(log, "w") as f:
-        f.write("\n" + END)
-    assert done.wait(120), "the validation layer's log stopped being read"
+    assert _end_log(log, done), "the validation layer's log stopped being read"
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1]), lines
 
