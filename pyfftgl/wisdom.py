@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from .planner import TunedShape, key_length, tiled_key
+from .planner import TunedShape, key_length, real_key, tiled_key
 from .kernels import cache_dir
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
@@ -49,38 +49,45 @@ def entries(device_name: str, api: str) -> dict:
     return out
 
 
-TILED = "tiled:"
+TILED, REAL = "tiled:", "real:"
 
 
 def parse_key(key: str):
-    """A wisdom key as TunedShape.key names it: n, or planner.tiled_key(n) for "tiled:n"."""
+    """A wisdom key as TunedShape.key names it: n, planner.tiled_key(n) for "tiled:n", or
+    planner.real_key(n) for "real:n" (entries measured by a probe: `bench --tune` times plain and
+    tiled passes only)."""
     if key.startswith(TILED):
         return tiled_key(int(key[len(TILED):]))
+    if key.startswith(REAL):
+        return real_key(int(key[len(REAL):]))
     return int(key)
 
 
 def file_key(key) -> str:
     """The wisdom file's key for a TunedShape.key (the inverse of parse_key)."""
+    if isinstance(key, tuple) and key[0] == "real":
+        return f"{REAL}{key[1]}"
     n, tiled = key_length(key)
     return f"{TILED}{n}" if tiled else str(n)
 
 
 def load(device_name: str, api: str, fallback: str | None = None) -> tuple[TunedShape, ...]:
-    """Limits.tuned for this device and API, ordered by length (contiguous before tiled); the
-    `fallback` API's entries where this API has none (WebGPU over Vulkan runs the same SPIR-V on
-    the same driver, so Vulkan's measured shapes are the best guess until WebGPU's are tuned)."""
+    """Limits.tuned for this device and API, ordered by length (contiguous, then real, then
+    tiled); the `fallback` API's entry for each key this API has none for (WebGPU over Vulkan
+    runs the same SPIR-V on the same driver, so Vulkan's measured shapes are the best guess until
+    WebGPU's own are measured)."""
     out = []
-    found = entries(device_name, api)
-    if not found and fallback:
-        found = entries(device_name, fallback)
+    found = dict(entries(device_name, fallback) if fallback else {}, **entries(device_name, api))
     for key, e in found.items():
         try:
-            n, tiled = key_length(parse_key(key))
+            parsed = parse_key(key)
+            n, tiled = key_length(parsed)
             out.append(TunedShape(n, tuple(int(r) for r in e["radices"]), int(e["threads"]),
-                                  int(e.get("lines", 0)), bool(e.get("pad", False)), tiled))
+                                  int(e.get("lines", 0)), bool(e.get("pad", False)), tiled,
+                                  real=isinstance(parsed, tuple) and parsed[0] == "real"))
         except (KeyError, TypeError, ValueError):
             continue  # a malformed entry is ignored, never fatal
-    return tuple(sorted(out, key=lambda t: (t.n, t.tiled)))
+    return tuple(sorted(out, key=lambda t: (t.n, t.tiled, t.real)))
 
 
 def save(device_name: str, api: str, found: dict, path: Path | None = None) -> Path:

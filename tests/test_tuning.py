@@ -85,6 +85,25 @@ def test_tiled_passes_follow_their_own_entry():
     assert [(p.n, p.radices, p.threads) for p in four] == [(1024, (2, 8, 8, 8), 128)] * 2
 
 
+
+def test_a_real_entry_shapes_only_the_pass_carrying_the_unpack():
+    """rfft2's rows pass (half length, the unpack fused over paired rows) takes the entry tuned
+    on such passes; plain lines of that length keep theirs."""
+    from pyfftgl.kinds import steps_for
+    plain = TunedShape(1024, (16, 8, 8), 64, 1)
+    real = TunedShape(1024, (2, 8, 8, 8), 128, real=True)
+    job = steps_for("rfft2", (2048, 2048), np.float32, axes=(-2, -1)).jobs[0]
+
+    def unpack_shapes(tuned):
+        lim = dataclasses.replace(GPU, tuned=tuned)
+        spec = planner.plan_steps(job.shape, list(job.steps), lim)
+        c2c = planner.plan_fft(1024, 100, False, "backward", lim).passes[0]
+        return ([(p.radices, p.threads, p.lines) for p in spec.passes if p.real_rows],
+                (c2c.radices, c2c.threads))
+    assert unpack_shapes((plain,)) == ([((16, 8, 8), 64, 2)], ((16, 8, 8), 64))
+    assert unpack_shapes((plain, real)) == ([((2, 8, 8, 8), 128, 2)], ((16, 8, 8), 64))
+    assert unpack_shapes((real,))[1] != ((2, 8, 8, 8), 128)  # never a plain pass's shape
+
 def test_wisdom_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
     assert wisdom.device_slug("NVIDIA H200/PCIe/SSE2") == wisdom.device_slug("NVIDIA H200")
@@ -119,6 +138,15 @@ def test_wisdom_falls_back_to_the_api_underneath(tmp_path, monkeypatch):
     assert wisdom.load(name, "webgpu", "gl") == ()
     wisdom.save(name, "webgpu", {4096: dict(entry, radices=[8, 8, 8, 8], threads=512)})
     assert wisdom.load(name, "webgpu", "vulkan") == (TunedShape(4096, (8, 8, 8, 8), 512, 0, True),)
+    # per key: the API's own entries over the fallback's, a real entry beside a plain one
+    wisdom.save(name, "vulkan", {1024: dict(entry, radices=[16, 8, 8], threads=64)})
+    wisdom.save(name, "webgpu", {planner.real_key(1024): dict(entry, radices=[2, 8, 8, 8],
+                                                                  threads=128)})
+    got = wisdom.load(name, "webgpu", "vulkan")
+    assert got == (TunedShape(1024, (16, 8, 8), 64, 0, True),
+                   TunedShape(1024, (2, 8, 8, 8), 128, 0, True, real=True),
+                   TunedShape(4096, (8, 8, 8, 8), 512, 0, True))
+    assert [wisdom.file_key(e.key) for e in got] == ["1024", "real:1024", "4096"]
 
 
 def _fewer_candidates(monkeypatch, step=4):

@@ -16,8 +16,9 @@ from .spec import norm_scale
 
 def paired_unpack(n: int, rows: int, norm: str, limits: Limits) -> StockhamPass | None:
     """The half-length row pass with the fused unpack pairing rows (real_rows), two lines per
-    workgroup from shared memory, or None where it is not one pass or does not fit."""
-    ps = axis_passes(n // 2, 1, False, "backward", limits)[0]
+    workgroup from shared memory, or None where it is not one pass or does not fit. Its shape
+    is the tuned one for such passes (TunedShape.real) where there is one."""
+    ps = axis_passes(n // 2, 1, False, "backward", real_shaped(limits, n // 2))[0]
     if len(ps) != 1 or not fusable(ps[0], n):
         return None
     p = replace(ps[0], real_unpack=n, real_rows=rows, lines=2, dst=Layout(n // 2 + 1),
@@ -25,6 +26,16 @@ def paired_unpack(n: int, rows: int, norm: str, limits: Limits) -> StockhamPass 
     fits = (p.shared_bytes <= limits.max_shared_bytes and p.invocations <= limits.max_invocations
             and p.lines <= limits.max_group_size[1])
     return p if fits else None
+
+
+def real_shaped(limits: Limits, n: int) -> Limits:
+    """`limits` whose entry for contiguous lines of n is the one tuned on real-unpack passes of
+    n, where there is one."""
+    real = [e for e in limits.tuned if e.real and e.n == n]
+    if not real:
+        return limits
+    kept = tuple(e for e in limits.tuned if e.n != n or e.tiled)
+    return replace(limits, tuned=kept + (replace(real[0], real=False),))
 
 
 def fused_pack(n: int, norm: str, limits: Limits, rows: int = 0) -> StockhamPass | None:

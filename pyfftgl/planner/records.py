@@ -89,7 +89,10 @@ class BluesteinKernelKey:
 class TunedShape:
     """A kernel shape measured fastest for length n (`pyfftgl bench --tune`): its radices,
     invocations per line, lines per workgroup (0: the planner's default) and padded shared
-    memory; `tiled`: measured on strided (tiled) passes, else on contiguous lines."""
+    memory; `tiled`: measured on strided (tiled) passes, else on contiguous lines; `real`:
+    measured on the length-n pass that carries a 2n-point real transform's unpack over paired
+    rows (rfft2's rows), which may want another shape than plain lines of n (it does on wgpu's
+    queue: docs/performance-log.md, fourth session)."""
 
     n: int
     radices: tuple[int, ...]
@@ -97,11 +100,12 @@ class TunedShape:
     lines: int = 0
     pad: bool = False
     tiled: bool = False
+    real: bool = False
 
     @property
     def key(self):
-        """Its wisdom key: n, or tiled_key(n)."""
-        return tiled_key(self.n) if self.tiled else self.n
+        """Its wisdom key: n, tiled_key(n) or real_key(n)."""
+        return tiled_key(self.n) if self.tiled else real_key(self.n) if self.real else self.n
 
 
 def tiled_key(n: int) -> tuple[str, int]:
@@ -109,6 +113,11 @@ def tiled_key(n: int) -> tuple[str, int]:
     return ("tiled", n)
 
 
+def real_key(n: int) -> tuple[str, int]:
+    """The key of wisdom entries measured on the real-unpack passes of half-length n."""
+    return ("real", n)
+
+
 def key_length(key) -> tuple[int, bool]:
-    """(n, tiled) of a wisdom key: n or tiled_key(n)."""
-    return (key[1], True) if isinstance(key, tuple) else (key, False)
+    """(n, tiled) of a wisdom key: n, tiled_key(n) or real_key(n)."""
+    return (key[1], key[0] == "tiled") if isinstance(key, tuple) else (key, False)

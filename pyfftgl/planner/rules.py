@@ -146,7 +146,7 @@ def tuned_shape(n: int, limits, tiled: bool = False) -> TunedShape | None:
     lines and tiles of strided ones."""
     for want_tiled in ((True, False) if tiled else (False,)):
         for entry in limits.tuned:
-            if entry.n == n and entry.tiled == want_tiled:
+            if entry.n == n and entry.tiled == want_tiled and not entry.real:
                 return entry
     return None
 
