@@ -133,6 +133,8 @@ def _tune_key(text: str):
         key = parse_key(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected N or tiled:N, got {text!r}") from None
+    if isinstance(key, tuple) and key[0] == "real":  # measured by a loop probe, not the tuner
+        raise argparse.ArgumentTypeError(f"the tuner times N or tiled:N, not {text!r}")
     if key_length(key)[0] < 2:
         raise argparse.ArgumentTypeError(f"a length must be >= 2, got {text!r}")
     return key

@@ -103,6 +103,10 @@ def test_a_real_entry_shapes_only_the_pass_carrying_the_unpack():
     assert unpack_shapes((plain,)) == ([((16, 8, 8), 64, 2)], ((16, 8, 8), 64))
     assert unpack_shapes((plain, real)) == ([((2, 8, 8, 8), 128, 2)], ((16, 8, 8), 64))
     assert unpack_shapes((real,))[1] != ((2, 8, 8, 8), 128)  # never a plain pass's shape
+    import argparse
+    from pyfftgl.__main__ import _tune_key
+    with pytest.raises(argparse.ArgumentTypeError, match="the tuner times"):
+        _tune_key("real:1024")  # the tuner would time plain lines under the real key
 
 def test_wisdom_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
