@@ -86,7 +86,7 @@ def test_tiled_passes_follow_their_own_entry():
 
 
 
-def test_a_real_entry_shapes_only_the_pass_carrying_the_unpack():
+def test_a_real_entry_shapes_only_the_pass_carrying_the_unpack(capsys):
     """rfft2's rows pass (half length, the unpack fused over paired rows) takes the entry tuned
     on such passes; plain lines of that length keep theirs."""
     from pyfftgl.kinds import steps_for
@@ -103,10 +103,10 @@ def test_a_real_entry_shapes_only_the_pass_carrying_the_unpack():
     assert unpack_shapes((plain,)) == ([((16, 8, 8), 64, 2)], ((16, 8, 8), 64))
     assert unpack_shapes((plain, real)) == ([((2, 8, 8, 8), 128, 2)], ((16, 8, 8), 64))
     assert unpack_shapes((real,))[1] != ((2, 8, 8, 8), 128)  # never a plain pass's shape
-    import argparse
-    from pyfftgl.__main__ import _tune_key
-    with pytest.raises(argparse.ArgumentTypeError, match="the tuner times"):
-        _tune_key("real:1024")  # the tuner would time plain lines under the real key
+    from pyfftgl.__main__ import main
+    with pytest.raises(SystemExit) as stop:  # the tuner would time plain lines under that key
+        main(["bench", "--tune", "real:1024", "--no-write"])
+    assert stop.value.code == 2 and "the tuner times N or tiled:N" in capsys.readouterr().err
 
 def test_wisdom_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("PYFFTGL_CACHE_DIR", str(tmp_path))
