@@ -127,13 +127,13 @@ def cmd_selftest(args) -> int:
 
 def _tune_key(text: str):
     """An argument of --tune: "1024" or "tiled:1024", as Limits.tuned keys name them."""
-    from .planner import key_length
+    from .planner import is_real_key, key_length
     from .wisdom import parse_key
     try:
         key = parse_key(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected N or tiled:N, got {text!r}") from None
-    if isinstance(key, tuple) and key[0] == "real":  # measured by a loop probe, not the tuner
+    if is_real_key(key):  # measured by a loop probe, not the tuner
         raise argparse.ArgumentTypeError(f"the tuner times N or tiled:N, not {text!r}")
     if key_length(key)[0] < 2:
         raise argparse.ArgumentTypeError(f"a length must be >= 2, got {text!r}")

@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from .planner import TunedShape, key_length, real_key, tiled_key
+from .planner import TunedShape, is_real_key, key_length, real_key, tiled_key
 from .kernels import cache_dir
 
 SHIPPED = Path(__file__).resolve().parent / "tuned"
@@ -65,7 +65,7 @@ def parse_key(key: str):
 
 def file_key(key) -> str:
     """The wisdom file's key for a TunedShape.key (the inverse of parse_key)."""
-    if isinstance(key, tuple) and key[0] == "real":
+    if is_real_key(key):
         return f"{REAL}{key[1]}"
     n, tiled = key_length(key)
     return f"{TILED}{n}" if tiled else str(n)
@@ -84,7 +84,7 @@ def load(device_name: str, api: str, fallback: str | None = None) -> tuple[Tuned
             n, tiled = key_length(parsed)
             out.append(TunedShape(n, tuple(int(r) for r in e["radices"]), int(e["threads"]),
                                   int(e.get("lines", 0)), bool(e.get("pad", False)), tiled,
-                                  real=isinstance(parsed, tuple) and parsed[0] == "real"))
+                                  real=is_real_key(parsed)))
         except (KeyError, TypeError, ValueError):
             continue  # a malformed entry is ignored, never fatal
     return tuple(sorted(out, key=lambda t: (t.n, t.tiled, t.real)))

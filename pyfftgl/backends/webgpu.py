@@ -25,8 +25,7 @@ from ..lru import LRU
 from ..planner import IMAGE_FORMATS
 from . import wgpuinfo
 from .base import BackendUnavailable, Device, DeviceInfo, Image, Limits, Program, Submission
-from .webgpu_storage import WgpuStorage
-from .webgpu_storage import round4
+from .webgpu_storage import WgpuStorage, round4
 
 # The kernels' image formats (planner.IMAGE_FORMATS, GLSL names) as WebGPU texture formats:
 # those WebGPU may write as storage textures (r16float and rg16float may not).

@@ -31,7 +31,8 @@ from .factors import smooth_length, stockham_pass
 from .roots import unit_roots
 from .passes import Layout, RealPass, StockhamPass, float_literal, odd_radix_tables
 from .records import (BluesteinKernelKey, ChirpKey, FourstepHiKey, FourstepLoKey, StageKey, Step,
-                      TunedShape, TwiddleKey, key_length, real_key, tiled_key)
+                      TunedShape, TwiddleKey, is_real_key, key_length, real_key,
+                      tiled_key)
 from .rules import (AXIS_TILE_LINES, BLOCK_COLUMNS, BLOCK_ROW_LINES, FOURSTEP_STRIDED_MAX,
                     FOURSTEP_TILE_LINES, MAX_REGISTERS, RADICES, REGISTER_TARGET, SH_PAD,
                     TARGET_INVOCATIONS, TILE_LINES, UNPACK_REGS_MIN_N, UNTILED_AXIS_STAGES,

@@ -118,6 +118,11 @@ def real_key(n: int) -> tuple[str, int]:
     return ("real", n)
 
 
+def is_real_key(key) -> bool:
+    """Whether a wisdom key is real_key(n)."""
+    return isinstance(key, tuple) and key[0] == "real"
+
+
 def key_length(key) -> tuple[int, bool]:
     """(n, tiled) of a wisdom key: n, tiled_key(n) or real_key(n)."""
     return (key[1], key[0] == "tiled") if isinstance(key, tuple) else (key, False)
