@@ -20,6 +20,8 @@ PARALLEL_BYTES = 2 << 20  # below this, handing chunks to threads costs more tha
 CHUNK_BYTES = 1 << 20  # each thread copies at least this much
 MAX_THREADS = 4  # the copies saturate the memory bus beyond a few cores
 IDLE_SECONDS = 0.1  # a worker with no copy for this long exits (restarting one costs tens of us)
+PIECE_BYTES = 512 << 10  # a pipelined transfer's pieces: at least this large, ...
+MAX_PIECES = 16  # ... and at most this many (each costs the GPU API a copy command and a flush)
 _CPUS = os.cpu_count() or 1  # read once: each os.cpu_count() reads sysfs (6 us a call here)
 
 
@@ -91,3 +93,47 @@ def copy(dst: np.ndarray, src: np.ndarray) -> None:
     np.copyto(dst[:step], src[:step])
     for f in pending:
         f.result()
+
+
+def pieces(nbytes: int) -> list[tuple[int, int]]:
+    """A transfer of `nbytes` as the (start, stop) byte ranges that `pipelined` copies one by
+    one: one range below two PIECE_BYTES, else equal ranges of whole pages."""
+    count = max(1, min(MAX_PIECES, nbytes // PIECE_BYTES))
+    per_piece = -(-nbytes // count)
+    step = max(4096, -(-per_piece // 4096) * 4096)
+    return [(a, min(a + step, nbytes)) for a in range(0, nbytes, step)] or [(0, 0)]
+
+
+def pipelined(dst: np.ndarray, src: np.ndarray, bounds, before=None, after=None) -> None:
+    """np.copyto(dst, src) of two 1-D uint8 arrays, piece by piece over `bounds` (pieces):
+    before(k) runs on the caller's thread before piece k is copied (a wait for the GPU copy
+    that fills it), after(k) on it once pieces 0..k are copied, in order (queueing the GPU copy
+    that drains it). The pieces go to the worker threads, so the caller queues and waits while
+    later pieces are still being copied: the GPU's copies then overlap the host's, as a
+    pageable copy of CUDA's pipelines its staging."""
+    workers = threads()
+    if workers < 2 or len(bounds) < 2:
+        for k, (a, b) in enumerate(bounds):
+            if before is not None:
+                before(k)
+            copy(dst[a:b], src[a:b])
+            if after is not None:
+                after(k)
+        return
+    futures, done = [], 0
+    try:
+        for k, (a, b) in enumerate(bounds):
+            if before is not None:
+                before(k)
+            futures.append(_workers.submit(workers, np.copyto, dst[a:b], src[a:b]))
+            while after is not None and done < k and futures[done].done():
+                futures[done].result()
+                after(done)
+                done += 1
+        for k in range(done, len(futures)):
+            futures[k].result()
+            if after is not None:
+                after(k)
+    finally:  # no worker may still write into dst (or read src) once this returns or raises
+        for f in futures:
+            f.exception()

@@ -96,6 +96,54 @@ def test_large_one_shot_call_goes_through_split_copies(backend):
     assert_accurate(got.ravel(), np.fft.fft2(x.astype(np.complex128)).ravel(), 512 * 1280)
 
 
+@pytest.mark.parametrize("threads", ["1", "4"])
+def test_pipelined_copies_hand_each_piece_over_in_order_once_it_is_whole(monkeypatch, threads):
+    """hostcopy.pipelined: before(k) runs while piece k is still untouched, after(k) once
+    pieces 0..k are copied, each once and in order; the copy is exact for a size that the pieces
+    do not divide, on one thread and on several."""
+    monkeypatch.setenv("PYFFTGL_COPY_THREADS", threads)
+    size = 5 * hostcopy.PIECE_BYTES + 4097
+    src = (np.arange(size) % 251 + 1).astype(np.uint8)
+    dst = np.zeros(size, np.uint8)
+    bounds = hostcopy.pieces(size)
+    assert len(bounds) == 5 and bounds[0][0] == 0 and bounds[-1][1] == size
+    assert all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:]))
+    seen = []
+
+    def before(k):
+        a, b = bounds[k]
+        assert not dst[a:b].any()
+        seen.append(("before", k))
+
+    def after(k):
+        b = bounds[k][1]
+        np.testing.assert_array_equal(dst[:b], src[:b])
+        seen.append(("after", k))
+    hostcopy.pipelined(dst, src, bounds, before=before, after=after)
+    np.testing.assert_array_equal(dst, src)
+    assert [k for what, k in seen if what == "before"] == list(range(5))
+    assert [k for what, k in seen if what == "after"] == list(range(5))
+
+
+@pytest.mark.parametrize("shape", [(1000, 1030), (700, 1500)])
+def test_one_shot_calls_in_many_pieces_match_numpy(backend, shape):
+    """An rfft2 whose upload and download each take several pieces (hostcopy.pieces), of
+    sizes the pieces do not divide, and an fftconvolve with two uploads in pieces, match
+    numpy and scipy; the caller's arrays are left as they were."""
+    from scipy import signal as ss
+    x = np.random.default_rng(11).standard_normal(shape).astype(np.float32)
+    assert len(hostcopy.pieces(x.nbytes)) > 2
+    kept = x.copy()
+    got = pyfftgl.rfft2(x, backend=backend)
+    assert_accurate(got.ravel(), np.fft.rfft2(x.astype(np.float64)).ravel(), x.size)
+    k = random_complex(shape, seed=12)
+    conv = pyfftgl.signal.fftconvolve(x, k, mode="same", backend=backend)
+    ref = ss.fftconvolve(x.astype(np.float64), k.astype(np.complex128), mode="same")
+    assert conv.dtype == np.complex64
+    assert np.linalg.norm(conv - ref) <= 1e-5 * np.linalg.norm(ref)
+    np.testing.assert_array_equal(x, kept)
+
+
 def test_copy_threads_follow_the_environment(monkeypatch):
     """PYFFTGL_COPY_THREADS=1 keeps copies on the caller's thread; a bad value is ignored."""
     monkeypatch.setenv("PYFFTGL_COPY_THREADS", "1")

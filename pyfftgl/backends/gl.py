@@ -31,13 +31,12 @@ import ctypes
 import time
 import weakref
 
-import numpy as np
-
-from .. import hostcopy, wisdom
+from .. import wisdom
 from .base import BackendUnavailable, Device, DeviceInfo, Limits, Program, Submission
 # gl_proc, VULKAN_MEMORY_MIN_BYTES and GLBuffer: their old home, which tests and tools import
 from .gl_context import GLContext, egl, gl_integer, gl_proc  # noqa: F401
 from .gl_storage import VULKAN_MEMORY_MIN_BYTES, GLBuffer, GLImage, GLStorage  # noqa: F401
+from .gl_transfers import GLTransfers
 from .gl_barriers import (GL_ALL_BARRIER_BITS, GL_SHADER_STORAGE_BARRIER_BIT,  # noqa: F401
                           GL_TEXTURE_FETCH_BARRIER_BIT, TEXTURE_USE_BARRIER_BITS,
                           buffer_names, submission_barriers)
@@ -82,8 +81,8 @@ def _bindings(d, unit_base: int) -> list[tuple]:
 
 class GLSubmission(Submission):
     """Uploads and downloads go through staging buffers that only the CPU touches, copied on the
-    GPU: a buffer written with glBufferSubData at every call is moved to system memory by
-    NVIDIA's driver (every dispatch then ran at PCIe speed)."""
+    GPU (gl_transfers): a buffer written with glBufferSubData at every call is moved to system
+    memory by NVIDIA's driver (every dispatch then ran at PCIe speed)."""
 
     def __init__(self, device: "GLDevice", dispatches, uploads, downloads):
         self.device, self._context = device, device.context  # the context every call enters
@@ -125,14 +124,7 @@ class GLSubmission(Submission):
             self._calls_again[0] = (first[0], again, *first[2:])
         self._token = object()  # GLContext.bound's mark of this submission's bindings
         self._sampled_units = sorted({base + i for d in dispatches for i in range(d.image_reads)})
-        # Staging buffers the host maps once for good (persistent, coherent) where GL 4.4's
-        # buffer storage exists: the host copies straight into and out of them, where
-        # glBufferSubData / glGetBufferSubData added a driver-side copy each way and a second
-        # wait. (buffer, staging, mapped bytes or None)
-        self._uploads = [(b, *device.storage.staging(b.nbytes, read=False)) for b in uploads]
-        self._downloads = [(b, *device.storage.staging(b.nbytes, read=True))
-                           for b in downloads]
-        self._fence = None  # after the last run's download copies: the host waits on it to read
+        self._transfers = GLTransfers(device, uploads, downloads)
 
     def _dispatch_all(self):
         # ModernGL's native objects (mglo) called directly: its Python wrappers only pass the
@@ -182,41 +174,11 @@ class GLSubmission(Submission):
 
     def _run(self, inputs, timed, wait):
         with self._context as ctx:  # device.current()
-            if self._uploads:
-                self._wait_fence()  # the last run's upload copies read the staging memory
-                self._context.pending.settle(ctx)  # the copies write what calls left touched
-            for (buf, staging, mapped), data in zip(self._uploads, inputs):
-                raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)  # no copy
-                if mapped is not None:
-                    hostcopy.copy(mapped[:raw.size], raw)
-                else:
-                    staging.write(raw)
-                ctx.copy_buffer(buf.buf, staging, size=raw.size, write_offset=buf.offset)
+            self._transfers.upload(ctx, inputs)
             try:
                 return self._timed_dispatch() if timed else self._dispatch_all()
             finally:
-                for buf, staging, _ in self._downloads:
-                    ctx.copy_buffer(staging, buf.buf, size=buf.nbytes, read_offset=buf.offset)
-                if self._downloads or self._uploads:
-                    self._set_fence()
-
-    def _set_fence(self):
-        fence_sync, _, delete, flush = self._context.sync_procs()
-        if self._fence is not None:
-            delete(self._fence)
-        self._fence = fence_sync(0x9117, 0)  # GL_SYNC_GPU_COMMANDS_COMPLETE
-        flush()
-
-    def _wait_fence(self):
-        """Wait for the last run's copies (GPU writes to a coherent mapping are visible once
-        its fence has signalled)."""
-        if self._fence is None:
-            return
-        client_wait = self._context.client_wait()
-        while client_wait(self._fence, 1, 1_000_000_000) not in (0x911A, 0x911C):  # signalled
-            pass
-        self._context.sync_procs()[2](self._fence)
-        self._fence = None
+                self._transfers.queue_downloads(ctx)
 
     def _timed_dispatch(self):
         ctx = self.device.ctx
@@ -236,13 +198,8 @@ class GLSubmission(Submission):
         return float(query.elapsed)
 
     def _result(self, i, out):
-        _, staging, mapped = self._downloads[i]
         with self.device.current():
-            if mapped is not None:
-                self._wait_fence()
-                hostcopy.copy(out.reshape(-1).view(np.uint8), mapped[:out.nbytes])
-            else:
-                staging.read_into(out, size=out.nbytes)
+            self._transfers.read(i, out)
             self.device.check_errors("running a submission")
             return out
 
