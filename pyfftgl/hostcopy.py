@@ -20,8 +20,8 @@ PARALLEL_BYTES = 2 << 20  # below this, handing chunks to threads costs more tha
 CHUNK_BYTES = 1 << 20  # each thread copies at least this much
 MAX_THREADS = 4  # the copies saturate the memory bus beyond a few cores
 IDLE_SECONDS = 0.1  # a worker with no copy for this long exits (restarting one costs tens of us)
-PIECE_BYTES = 512 << 10  # a pipelined transfer's pieces: at least this large, ...
-MAX_PIECES = 16  # ... and at most this many (each costs the GPU API a copy command and a flush)
+PIECE_BYTES = 1 << 20  # a pipelined transfer's pieces: at least this large, ...
+MAX_PIECES = 8  # ... and at most this many (each costs a GL copy, a flush and a thread's wake-up)
 _CPUS = os.cpu_count() or 1  # read once: each os.cpu_count() reads sysfs (6 us a call here)
 
 

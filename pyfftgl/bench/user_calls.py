@@ -5,7 +5,8 @@ and device memory a loop of 2000 `fftconvolve` calls of one set of shapes leaves
 
     python -m pyfftgl.bench.user_calls [--quick] [--backends vulkan gl] [--out FILE.json]
 
-Every time is wall clock: a steady-state call (after warm-up) for the one-shot rows, and µs per
+Every time is wall clock: the median steady-state call (after warm-up; pyfftgl's and torch's
+calls in turns, paired_ms) for the one-shot rows, and µs per
 call of K back-to-back calls ended by one device finish for the loops (timing.loop_us), and
 for the host row also one call's host time with the GPU idle before it (timing.alone_us)."""
 from __future__ import annotations
@@ -37,6 +38,22 @@ def steady_ms(fn, reps: int = 10) -> float:
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
     return float(np.median(times))
+
+
+def paired_ms(fns, seconds: float = 1.5, least: int = 10, most: int = 200) -> list[float]:
+    """Median wall ms of each of `fns`, called in turn (one of each per round, after two
+    warm-up rounds) for `seconds` or at least `least` rounds: a one-shot call's round trip
+    drifts by tens of percent over seconds, and turns make the drift fall on every side."""
+    for _ in range(2):
+        for fn in fns:
+            fn()
+    times, t_end = [[] for _ in fns], time.perf_counter() + seconds
+    while len(times[0]) < least or (time.perf_counter() < t_end and len(times[0]) < most):
+        for fn, ts in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t0) * 1e3)
+    return [float(np.median(ts)) for ts in times]
 
 
 def torch_cuda():
@@ -97,19 +114,23 @@ def conv_rows(backend: str, cases, calls: int) -> list[dict]:
 
 
 def one_shot_rows(backend: str, cases) -> list[dict]:
-    """numpy in, numpy out: pyfftgl.<kind>(x) against torch's x.cuda() ... .cpu() round trip."""
+    """numpy in, numpy out: pyfftgl.<kind>(x) against torch's x.cuda() ... .cpu() round trip,
+    timed in turns (paired_ms)."""
     import pyfftgl
     torch = torch_cuda()
     rows = []
     for kind, shape in cases:
         x = data(shape, np.float32 if kind.startswith("r") else np.complex64)
         kw = {"axes": (-2, -1)} if kind.endswith("2") else {"axis": -1}
-        row = {"case": f"{kind} numpy in/out {shape}", "backend": backend,
-               "ms": steady_ms(lambda: getattr(pyfftgl, kind)(x, backend=backend, **kw))}
+        fns = [lambda: getattr(pyfftgl, kind)(x, backend=backend, **kw)]
         if torch is not None:
             tkw = {"dim": (-2, -1)} if kind.endswith("2") else {"dim": -1}
             fn = getattr(torch.fft, kind)
-            row["torch_ms"] = steady_ms(lambda: fn(torch.from_numpy(x).cuda(), **tkw).cpu())
+            fns.append(lambda: fn(torch.from_numpy(x).cuda(), **tkw).cpu())
+        times = paired_ms(fns)
+        row = {"case": f"{kind} numpy in/out {shape}", "backend": backend, "ms": times[0]}
+        if torch is not None:
+            row["torch_ms"] = times[1]
         rows.append(row)
         print(row, flush=True)
     return rows
