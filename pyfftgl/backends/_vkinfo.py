@@ -13,7 +13,9 @@ import threading
 from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_float, c_int32
 from ctypes import c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
 
-__all__ = ["physical_devices"]
+from .errors import BackendUnavailable
+
+__all__ = ["physical_devices", "choose"]
 
 _TYPES = {"u32": c_uint32, "i32": c_int32, "f32": c_float, "u64": c_uint64,
           "size": c_size_t, "b32": c_uint32}  # u64 = VkDeviceSize, b32 = VkBool32
@@ -357,3 +359,19 @@ def physical_devices() -> list[dict]:
                 **{name: bool(features[k]) for name, k in _FEATURES.items()},
             })
         return out
+
+
+_TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "other": 3, "cpu": 4}
+
+
+def choose(devices: list[dict]) -> dict:
+    """The physical device to use of `devices` (physical_devices()): PYFFTGL_VULKAN_DEVICE's
+    index or name, else real GPUs before software rasterisers."""
+    want = os.environ.get("PYFFTGL_VULKAN_DEVICE")
+    if want is not None:
+        for d in devices:
+            if str(d["index"]) == want or want.lower() in d["device_name"].lower():
+                return d
+        raise BackendUnavailable(f"PYFFTGL_VULKAN_DEVICE={want!r} matches none of "
+                                 f"{[d['device_name'] for d in devices]}")
+    return min(devices, key=lambda d: (_TYPE_RANK.get(d["device_type"], 5), d["index"]))

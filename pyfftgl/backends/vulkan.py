@@ -17,21 +17,6 @@ from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Lim
 from .vulkan_transfers import COMPUTE, SHADER_RW, SHADER_WRITE, TRANSFER, TRANSFER_WRITE
 from .vulkan_transfers import VulkanTransfers, barrier, between, hazard_groups
 
-# Which physical device to use when there are several: real GPUs before software rasterisers.
-_TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "other": 3, "cpu": 4}
-
-
-def _choose(devices: list[dict]) -> dict:
-    want = os.environ.get("PYFFTGL_VULKAN_DEVICE")
-    if want is not None:
-        for d in devices:
-            if str(d["index"]) == want or want.lower() in d["device_name"].lower():
-                return d
-        raise BackendUnavailable(f"PYFFTGL_VULKAN_DEVICE={want!r} matches none of "
-                                 f"{[d['device_name'] for d in devices]}")
-    return min(devices, key=lambda d: (_TYPE_RANK.get(d["device_type"], 5), d["index"]))
-
-
 KP_MAX_BYTES = 4 * (2**32 - 1)
 
 
@@ -237,7 +222,7 @@ class VulkanDevice(Device):
             raise BackendUnavailable(
                 "no Vulkan driver found (no physical device): install a GPU driver with Vulkan "
                 "support, or Mesa's lavapipe (Debian: mesa-vulkan-drivers)")
-        props = _choose(devices)
+        props = _vkinfo.choose(devices)
         robust2 = ["VK_EXT_robustness2"] if os.environ.get("PYFFTGL_VK_ROBUST") == "2" else []
         self.manager = kp.Manager(props["index"], [props["compute_family"]], robust2)
         if not hasattr(self.manager, "memory_pool_stats"):
@@ -262,7 +247,10 @@ class VulkanDevice(Device):
         # (sequence whose fence ends it, its calls, whether the sequence is the pool's), oldest
         # first
         self._batches: deque = deque()
-        self._batch_pool: list = []  # sequences for merged calls (flush), no batch running
+        # (ops recorded, sequence) for merged calls (flush), no batch running: a batch of the
+        # same ops in the same order runs the sequence again instead of recording it anew
+        self._batch_pool: list = []
+        self.recorded = 0
         # Held by every call that submits, waits or touches host-visible memory: a Vulkan queue
         # and kp's sequences are not safe to use from two threads at once.
         self.lock = threading.RLock()
@@ -280,10 +268,12 @@ class VulkanDevice(Device):
         """What the device holds, for tests and profilers: "algorithms" (kp algorithms kept,
         one per program, grid and buffers bound), "keys" (the keys that find them, by buffer
         and program), "held" (calls queued while the GPU is busy, not yet submitted),
-        "pipelines" (kp pipelines made), "submissions" (vkQueueSubmit calls of queued calls)."""
+        "pipelines" (kp pipelines made), "submissions" (vkQueueSubmit calls of queued calls),
+        "recorded" (batches of several calls recorded anew: _merged)."""
         return {"algorithms": len(self._algorithms),
                 "keys": sum(len(k) for k in self._keys_of.values()), "held": len(self._held),
-                "pipelines": self.pipelines_made, "submissions": self.submissions}
+                "pipelines": self.pipelines_made, "submissions": self.submissions,
+                "recorded": self.recorded}
 
     # Calls held back at most, while the GPU is busy, before they are submitted together.
     HOLD = 16
@@ -338,35 +328,44 @@ class VulkanDevice(Device):
         lock, as every caller of the device's primitives does."""
         if self._held:
             calls, self._held = self._held, []
-            pooled = len(calls) > 1
-            seq = None
+            seq, ops = None, None
             try:
-                seq = self._merged(calls) if pooled else calls[0][0].sequence(calls[0][1])
+                if len(calls) > 1:
+                    seq, ops = self._merged(calls)
+                else:
+                    seq = calls[0][0].sequence(calls[0][1])
                 seq.eval_async()
             except RuntimeError as e:
                 for sub, i in calls:
                     sub.release(i)
-                if pooled and seq is not None:
-                    self._batch_pool.append(seq)
+                if ops is not None:
+                    self._batch_pool.append((None, seq))  # perhaps recorded in part
                 raise self.failure("submitting work", e) from e
-            self._batches.append((seq, calls, pooled))
+            self._batches.append((seq, calls, ops))
             self.submissions += 1
 
-    def _merged(self, calls):
-        """A command buffer of the calls' ops in order, from the pool of those no batch runs."""
-        seq = self._batch_pool.pop() if self._batch_pool else self.manager.sequence()
+    def _merged(self, calls) -> tuple:
+        """(a command buffer, the ops it holds): the calls' ops in order, from the pool of those no
+        batch runs; one holding these very ops (not their ids, which outlive them) runs again as
+        it is: a loop's batches repeat, and recording costs more host time than the Python."""
+        ops = tuple(op for sub, (free, _) in calls for op in sub.ops(free))
+        pool = self._batch_pool
+        for k in range(len(pool) - 1, -1, -1):
+            if pool[k][0] == ops:
+                return pool.pop(k)[1], ops
+        seq = pool.pop()[1] if pool else self.manager.sequence()
+        self.recorded += 1
         seq.clear()
-        for sub, (free, _) in calls:
-            for op in sub.ops(free):
-                seq.record(op)
-        return seq
+        for op in ops:
+            seq.record(op)
+        return seq, ops
 
     def wait_for(self, sub: VkSubmission, i: tuple) -> None:
         """Wait until ring slot i of `sub` has run, and everything submitted before it."""
         if (sub, i) in self._held:
             self._flush()
         while self._batches:
-            seq, calls, pooled = self._batches.popleft()
+            seq, calls, ops = self._batches.popleft()
             try:
                 seq.eval_await()
             except RuntimeError as e:
@@ -374,8 +373,8 @@ class VulkanDevice(Device):
             finally:  # nothing of a failed wait is waited for again
                 for s, j in calls:
                     s.release(j)
-                if pooled:
-                    self._batch_pool.append(seq)
+                if ops is not None:
+                    self._batch_pool.append((ops, seq))
             if (sub, i) in calls:
                 return
 
