@@ -353,7 +353,7 @@ class VulkanDevice(Device):
         for k in range(len(pool) - 1, -1, -1):
             if pool[k][0] == ops:
                 return pool.pop(k)[1], ops
-        seq = pool.pop()[1] if pool else self.manager.sequence()
+        seq = pool.pop(0)[1] if pool else self.manager.sequence()  # the least recently run
         self.recorded += 1
         seq.clear()
         for op in ops:

@@ -138,8 +138,9 @@ def one_shot_rows(backend: str, cases) -> list[dict]:
 
 def loop_rows(backend: str, shape, calls: int) -> list[dict]:
     """A cached plan's device loop (fft over the last axis of `shape`) and its host time per
-    call: the loop's wall time before the finish, on a transform small enough for the GPU to
-    keep up with the host (8 x 1024), so that the host's own work is what is timed."""
+    call: the loop's wall time before the finish (the median of five loops of at least 1000
+    calls), on a transform small enough for the GPU to keep up with the host (8 x 1024), so
+    that the host's own work is what is timed."""
     import pyfftgl
     dev = pyfftgl.get_device(backend)
     rows = []
@@ -148,11 +149,8 @@ def loop_rows(backend: str, shape, calls: int) -> list[dict]:
         p = pyfftgl.plan(shp, np.complex64, kind="fft", backend=backend)
         o = p(x)
         loop = loop_us(lambda: p(x, out=o), dev.finish, calls=calls)
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            p(x, out=o)
-        host_us = (time.perf_counter() - t0) / calls * 1e6
-        dev.finish()
+        host_us = float(np.median([_host_us(lambda: p(x, out=o), dev.finish, max(calls, 1000))
+                                   for _ in range(5)]))
         row = {"case": f"device loop fft {shp}", "backend": backend,
                "us_per_call": loop["us_per_call"], "host_us_per_call": host_us}
         if what == "host":  # one call with the GPU idle before it (issue 51's host time)
@@ -165,6 +163,16 @@ def loop_rows(backend: str, shape, calls: int) -> list[dict]:
         rows.append(row)
         print(row, flush=True)
     return rows
+
+
+def _host_us(call, finish, calls: int) -> float:
+    """Host µs per call of `calls` back-to-back call()s, timed before the finish that ends them."""
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    host_us = (time.perf_counter() - t0) / calls * 1e6
+    finish()
+    return host_us
 
 
 def _rss_bytes() -> int:
