@@ -17,8 +17,8 @@ from ._validate import complex_dtype
 from .backends import on_device_lost, on_profile_change
 from .device_plan import DevicePlan, element_dispatches
 from .kinds import steps_for
-from .planner import (Storage, bounded_input, element_limits, plan_steps, precision_of,
-                      product_pass, window_passes)
+from .planner import (DFT_ROWS_MAX, Storage, bounded_input, element_limits, plan_steps,
+                      precision_of, product_dft_pass, product_pass, twiddle_table, window_passes)
 from .plans import PlanCache, TransformPlan, cached_steps_plan
 
 MODES = ("full", "same", "valid")
@@ -322,6 +322,7 @@ class ConvolvePlan(ConvolutionCalls):
                 sizes["kpadded"] = writes[-1]  # image's (dispatches), so not the image's buffer
                 self.bufs["kpadded"] = dev.buffer(writes[-1], device_only=True)
         self.mul = product_pass(count, lay.precision, dev.info.limits)
+        self.dft_mul = self._dft_product(sizes)
         self.nbytes = sum(sizes.values()) + sum(b.nbytes for bs in self._between.values()
                                                 for b in bs)
         self.dispatch_count = len(self.flat_dispatches(
@@ -343,6 +344,22 @@ class ConvolvePlan(ConvolutionCalls):
         if outer is None or rows.spec.chunks != 1 or outer.spec.chunks != 1:
             return None
         return steps[0], rows, outer
+
+    def _dft_product(self, sizes: dict):
+        """Where the kernel's rows are few (pruned, at most DFT_ROWS_MAX): the product pass that
+        sums their DFT along the outermost axis itself (planner.product_dft_pass), for calls
+        binding the kernel and the image, with its roots of unity in a buffer of its own
+        ("roots", counted in `sizes`); else None."""
+        if not self.kernel_fft or self.kernel_fft[0] > DFT_ROWS_MAX:
+            return None
+        lay, p = self.layout, self.layout.axes[0]
+        f = lay.fshape
+        spec = f[:-1] + (f[-1] // 2 + 1,) if lay.real_fft else f
+        roots = twiddle_table(f[p], np.complex64 if lay.precision == 32 else np.complex128)
+        self.bufs["roots"] = self.device.buffer(roots.nbytes, roots.view(np.float32))
+        sizes["roots"] = roots.nbytes
+        return product_dft_pass(math.prod(spec[:p]), f[p], self.kernel_fft[0],
+                                math.prod(spec[p + 1:]), lay.precision, self.device.info.limits)
 
     def _kernel_spectrum(self, kernel) -> list:
         """The kernel's pad and forward FFT into the kernel spectrum: pruned (its rows' FFTs
@@ -367,16 +384,24 @@ class ConvolvePlan(ConvolutionCalls):
         turn, where neither writes what the other touches (interleaved): a backend then runs
         each kernel dispatch beside an image one (Submission) instead of after it. They keep
         their order where the kernel's outer FFT passes through spectrum (its second work
-        buffer: _pruned_plans), or the whole kernel FFT through the image FFT's work buffers."""
+        buffer: _pruned_plans), or the whole kernel FFT through the image FFT's work buffers.
+        Where dft_mul is set, a call binding both runs no outer FFT of the kernel: the product
+        sums it from the kernel's rows."""
         b, (fwd, inv) = self.bufs, self.fft
-        kernel = self._kernel_spectrum(resources["kernel"]) if "kernel" in resources else []
+        dft = self.dft_mul is not None and "kernel" in resources and "in" in resources
+        if dft:  # the kernel's rows alone: the product sums their outermost axis' DFT
+            kernel = self._kernel_spectrum(resources["kernel"])[:2]
+            mul = element_dispatches(self.device, self.dft_mul,
+                                     (b["spectrum"], b["product"], b["krows"], b["roots"]))
+        else:
+            kernel = self._kernel_spectrum(resources["kernel"]) if "kernel" in resources else []
+            mul = element_dispatches(self.device, self.mul,
+                                     (b["spectrum"], b["product"], b["kspectrum"]))
         if "in" not in resources:
             return kernel
         image = [self._window("in", resources["in"], b["padded"]),
                  fwd.flat_dispatches({"in": b["padded"], "out": b["spectrum"]})]
-        return (kernel and interleaved(kernel, image) or kernel + image) + [
-            element_dispatches(self.device, self.mul,
-                               (b["spectrum"], b["product"], b["kspectrum"])),
+        return (kernel and interleaved(kernel, image) or kernel + image) + [mul,
             inv.flat_dispatches({"in": b["product"], "out": b["padded"]}),
             self._window("out", b["padded"], resources["out"])]
 

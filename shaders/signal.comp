@@ -4,6 +4,9 @@
 //   padding before the FFT and the mode's crop after it, two neighbouring axes in one pass.
 // STAGE_CMUL: the product of two spectra, complex element by element; with CMUL_PERIOD the
 //   second is one block's spectrum of n1 values, the same for every block (overlap-add).
+// STAGE_CMUL_DFT: the product of a spectrum (outer, ns1, inner) with the DFT along ns1 of a
+//   kernel's first n1 rows (outer, n1, inner), the rest zero: other[o, k, i] =
+//   sum over j < n1 of rows[o, j, i] W^(j k mod ns1), W^m the table's exp(-2 pi i m / ns1).
 // STAGE_BLOCKS: reals (outer, ns1, inner) -> (outer, n1, n2, inner), overlap-add's blocks:
 //   y[o, b, t, i] = x[o, b ns2 + t, i] for t < ns2 inside the input, else 0.
 // STAGE_OVERLAP_ADD: the reverse, the blocks' convolutions summed where they overlap and the
@@ -24,12 +27,15 @@ PUSH_CONSTANTS(uint total; uint group_base; uint ns1; uint n1; uint off1; uint n
 #if defined(STAGE_WINDOW) || defined(STAGE_BLOCKS) || defined(STAGE_OVERLAP_ADD)
 layout(std430, binding = 0) restrict readonly buffer Src { REAL src[]; };
 layout(std430, binding = 1) restrict writeonly buffer Dst { REAL dst[]; };
-#elif defined(STAGE_CMUL)
+#elif defined(STAGE_CMUL) || defined(STAGE_CMUL_DFT)
 layout(std430, binding = 0) restrict readonly buffer Src { VEC2 src[]; };
 layout(std430, binding = 1) restrict writeonly buffer Dst { VEC2 dst[]; };
 layout(std430, binding = 2) restrict readonly buffer Other { VEC2 other[]; };
+#ifdef STAGE_CMUL_DFT
+layout(std430, binding = 3) restrict readonly buffer Roots { VEC2 roots[]; };
+#endif
 #else
-#error "define STAGE_WINDOW, STAGE_CMUL, STAGE_BLOCKS or STAGE_OVERLAP_ADD"
+#error "define STAGE_WINDOW, STAGE_CMUL, STAGE_CMUL_DFT, STAGE_BLOCKS or STAGE_OVERLAP_ADD"
 #endif
 
 void main() {
@@ -59,6 +65,18 @@ void main() {
         b -= 1u;
     }
     dst[g] = acc;
+#elif defined(STAGE_CMUL_DFT)
+    uint i = g % pc.inner, r = g / pc.inner;
+    uint k = r % pc.ns1, o = r / pc.ns1;
+    uint row = o * pc.n1 * pc.inner + i, m = 0u;
+    VEC2 acc = VEC2(0);
+    // j k reduced mod ns1 as it grows (k < ns1: one subtraction), so every root is a table's
+    for (uint j = 0u; j < pc.n1; ++j) {
+        acc += cmul(other[row + j * pc.inner], roots[m]);
+        m += k;
+        if (m >= pc.ns1) m -= pc.ns1;
+    }
+    dst[g] = cmul(src[g], acc);
 #elif defined(CMUL_PERIOD)
     dst[g] = cmul(src[g], other[g % pc.n1]);
 #else

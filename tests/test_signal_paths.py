@@ -8,6 +8,7 @@ import scipy.signal
 import pyfftgl
 import pyfftgl.signal as ps
 from pyfftgl.signal_blocks import OverlapAddPlan
+from pyfftgl.planner import DFT_ROWS_MAX
 from pyfftgl.signal_plans import ConvolvePlan, bounded_plan
 from conftest import EPS32
 
@@ -110,6 +111,10 @@ def test_kernel_chain_runs_beside_the_image_forward_fft():
         da, db = (pyfftgl.asarray(x, backend="vulkan") for x in (a, b))
         res = {"in": da.buffer, "kernel": db.buffer, "out": ps.fftconvolve(da, db, "same").buffer}
         kernel = plan.flat_dispatches({"kernel": db.buffer})  # its pad and FFT alone
+        if plan.dft_mul is not None:  # a call's: the outer FFT is summed in the product
+            outer = plan.kernel_fft[2].flat_dispatches(
+                {"in": plan.bufs["krows"], "out": plan.bufs["kspectrum"]})
+            kernel = kernel[:len(kernel) - len(outer)]
         image = [d for ds in plan.dispatches({"in": da.buffer, "out": res["out"]})[:2]
                  for d in ds]  # its pad and forward FFT
         flat, rec = plan.flat_dispatches(res), plan.submission(res)
@@ -122,6 +127,37 @@ def test_kernel_chain_runs_beside_the_image_forward_fft():
         else:
             assert _keys(flat[:len(kernel)]) == _keys(kernel)
             assert rec.submission.barriers > rec.dispatch_count - 1 - pairs
+
+
+@pytest.mark.quick
+def test_few_kernel_rows_summed_in_the_product(backend):
+    """A kernel of at most DFT_ROWS_MAX rows along its outermost axis: a call binding it runs
+    no FFT of that axis (the product pass sums the rows' DFT), one row more runs the FFT; real,
+    complex and double data, a batch axis inside the convolved ones (the kernel broadcast over
+    it), two rows. A Convolver of the same shapes, whose spectrum is computed once, agrees."""
+    rng = np.random.default_rng(17)
+    cases = [((80, 33), (DFT_ROWS_MAX, 5), np.float32, None, True),
+             ((80, 33), (DFT_ROWS_MAX + 1, 5), np.float32, None, False),
+             ((45, 20), (9, 6), np.complex64, None, True), ((40, 21), (12, 5), np.float64, None, True),
+             ((30, 24, 3), (7, 5, 1), np.float32, (0, 1), True), ((26, 30), (2, 9), np.float32, None, True)]
+    for ishape, kshape, dtype, axes, summed in cases:
+        a, b = _data(rng, ishape, dtype), _data(rng, kshape, dtype)
+        ref = scipy.signal.fftconvolve(a.astype(complex), b.astype(complex), "same", axes=axes)
+        ref = ref if np.dtype(dtype).kind == "c" else ref.real
+        tol = 8 * (EPS32 if np.dtype(dtype).itemsize <= 8 and dtype != np.float64
+                   else np.finfo(float).eps)
+        da, db = (pyfftgl.asarray(x, backend=backend) for x in (a, b))
+        out = ps.fftconvolve(da, db, "same", axes=axes)
+        assert np.linalg.norm(out.get() - ref) <= tol * np.linalg.norm(ref)
+        plan = _plan_of(a, b)
+        assert (plan.dft_mul is not None) == summed and plan.kernel_fft is not None
+        call = plan.submission({"in": da.buffer, "kernel": db.buffer, "out": out.buffer})
+        kernel = plan.flat_dispatches({"kernel": db.buffer})
+        outer = len(plan.kernel_fft[2].flat_dispatches(
+            {"in": plan.bufs["krows"], "out": plan.bufs["kspectrum"]}))
+        assert call.dispatch_count == plan.dispatch_count + len(kernel) - summed * outer
+        conv = ps.Convolver(b, ishape, "same", axes=axes, dtype=dtype, backend=backend)
+        assert np.linalg.norm(conv(a) - ref) <= tol * np.linalg.norm(ref)
 
 
 @pytest.mark.quick

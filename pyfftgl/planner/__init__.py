@@ -25,8 +25,8 @@ from .abi import (COMPLEX64_BYTES, FLOAT_BYTES, FOURSTEP_LO_LEN, MAX_WORKGROUP_I
                   PUSH_NAMES, REALFFT_GROUP)
 from .compose import bounded_input, plan_c2c, plan_fft, plan_steps, tighter
 from .dispatch import dispatch_grids, groups_per_dispatch, split_groups
-from .elements import (ElementPass, blocks_pass, local_size, overlap_add_pass, product_pass,
-                       window_passes)
+from .elements import (DFT_ROWS_MAX, ElementPass, blocks_pass, local_size, overlap_add_pass,
+                       product_dft_pass, product_pass, window_passes)
 from .factors import smooth_length, stockham_pass
 from .roots import unit_roots
 from .passes import Layout, RealPass, StockhamPass, float_literal, odd_radix_tables

@@ -59,6 +59,23 @@ def product_pass(count: int, precision: int, limits, period: int = 0) -> Element
                        precision)
 
 
+# The longest kernel whose rows' DFT along one axis product_dft_pass sums in place of an FFT pass:
+# 32 products per element cost less than writing and reading that axis' spectrum once more.
+DFT_ROWS_MAX = 32
+
+
+def product_dft_pass(outer: int, n: int, rows: int, inner: int, precision: int,
+                     limits) -> ElementPass:
+    """The product of a spectrum of (outer, n, inner) complex values with the DFT along its
+    n-axis of a kernel's `rows` rows (outer, rows, inner), the kernel zero past them
+    (signal.comp's STAGE_CMUL_DFT): the kernel's last FFT pass summed where the product
+    reads it, from the n roots of unity (tables.twiddle_table(n))."""
+    push = dict(ns1=n, n1=rows, inner=inner)
+    values = {k: push.get(k, 0) for k in SIGNAL_PUSH[2:]}
+    return ElementPass("signal.comp", {"STAGE_CMUL_DFT": 1}, outer * n * inner, values,
+                       SIGNAL_PUSH, local_size(limits), precision)
+
+
 def blocks_pass(outer: int, n: int, blocks: int, step: int, length: int, inner: int,
                 precision: int, limits) -> ElementPass:
     """Overlap-add's blocks (signal.comp's STAGE_BLOCKS): `outer` lines of `n` elements of
