@@ -110,6 +110,32 @@ def test_vulkan_batches_of_the_same_calls_run_again_without_being_recorded():
         assert_accurate(out.get(), want, x.size)
 
 
+def test_vulkan_batches_of_every_length_a_loop_makes_run_again():
+    """The host's pace decides how many calls a batch holds, so a loop's batches vary in
+    length: each length's command buffer stays pooled (up to VulkanDevice.POOL) and runs again.
+    Here batches of 2 to 9 calls queued behind a long call, twice: the second round records
+    (almost) none; when only the last few sequences were kept, every batch was recorded anew."""
+    dev = get_device("vulkan")
+    big = (1024, 1024) if dev.info.is_software else (8, 4096, 4096)
+    _, q, dq, oq = _loop("vulkan", big, 1)
+    x, p, d, o = _loop("vulkan", (64, 64), 1)
+    q(dq, out=oq), p(d, out=o)
+    dev.finish()
+
+    def batches():
+        before = dev.stats()["recorded"]
+        for k in range(2, 10):
+            q(dq, out=oq)  # submitted alone (the GPU is idle), and long: the calls after it wait
+            for _ in range(k):
+                p(d, out=o)
+            dev.flush()
+            dev.finish()
+        return dev.stats()["recorded"] - before
+    first = batches()
+    assert first >= 4 and batches() <= 2, first
+    assert_accurate(o.get(), np.fft.fft2(x.astype(np.complex128)), x.size)
+
+
 def test_vulkan_calls_overlap_only_where_nothing_they_touch_is_in_flight():
     """A call of dispatches alone goes without its leading barrier (VulkanDevice.overlaps) only
     where its first dispatch reads nothing the dispatches queued since the last barrier write,

@@ -13,9 +13,11 @@ import threading
 from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_float, c_int32
 from ctypes import c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
 
+from .. import wisdom
+from .base import DeviceInfo, Limits
 from .errors import BackendUnavailable
 
-__all__ = ["physical_devices", "choose"]
+__all__ = ["physical_devices", "choose", "driver_info"]
 
 _TYPES = {"u32": c_uint32, "i32": c_int32, "f32": c_float, "u64": c_uint64,
           "size": c_size_t, "b32": c_uint32}  # u64 = VkDeviceSize, b32 = VkBool32
@@ -375,3 +377,24 @@ def choose(devices: list[dict]) -> dict:
         raise BackendUnavailable(f"PYFFTGL_VULKAN_DEVICE={want!r} matches none of "
                                  f"{[d['device_name'] for d in devices]}")
     return min(devices, key=lambda d: (_TYPE_RANK.get(d["device_type"], 5), d["index"]))
+
+
+def driver_info(props: dict) -> DeviceInfo:
+    """The DeviceInfo of a physical device as physical_devices reports it."""
+    return DeviceInfo(
+        api="vulkan",
+        name=props["device_name"],
+        driver=f"driver {props['driver_version']:#x} (vendor {props['vendor_id']:#06x})",
+        api_version=props["api_version"],
+        limits=Limits(
+            max_shared_bytes=props["max_compute_shared_memory_size"],
+            max_invocations=props["max_compute_work_group_invocations"],
+            max_group_size=tuple(props["max_compute_work_group_size"]),
+            max_group_count=tuple(props["max_compute_work_group_count"]),
+            max_buffer_bytes=props["max_storage_buffer_range"],
+            max_texture_size=props["max_image_dimension_2d"],
+            tuned=wisdom.load(props["device_name"], "vulkan"),
+        ),
+        is_software=props["device_type"] == "cpu",
+        float64=props["shader_float64"],
+    )

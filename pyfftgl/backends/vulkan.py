@@ -10,10 +10,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import hostcopy, kernels, wisdom
+from .. import hostcopy, kernels
 from . import _vkinfo
-from .base import (BackendUnavailable, Buffer, Device, DeviceInfo, Dispatch, Limits, Program,
-                   Submission)
+from .base import BackendUnavailable, Buffer, Device, Dispatch, Program, Submission
 from .vulkan_transfers import COMPUTE, SHADER_RW, SHADER_WRITE, TRANSFER, TRANSFER_WRITE
 from .vulkan_transfers import VulkanTransfers, barrier, between, hazard_groups
 
@@ -161,27 +160,6 @@ class VkSubmission(Submission):
         return out
 
 
-def _driver_info(props: dict) -> DeviceInfo:
-    """The DeviceInfo of a physical device as _vkinfo reports it."""
-    return DeviceInfo(
-        api="vulkan",
-        name=props["device_name"],
-        driver=f"driver {props['driver_version']:#x} (vendor {props['vendor_id']:#06x})",
-        api_version=props["api_version"],
-        limits=Limits(
-            max_shared_bytes=props["max_compute_shared_memory_size"],
-            max_invocations=props["max_compute_work_group_invocations"],
-            max_group_size=tuple(props["max_compute_work_group_size"]),
-            max_group_count=tuple(props["max_compute_work_group_count"]),
-            max_buffer_bytes=props["max_storage_buffer_range"],
-            max_texture_size=props["max_image_dimension_2d"],
-            tuned=wisdom.load(props["device_name"], "vulkan"),
-        ),
-        is_software=props["device_type"] == "cpu",
-        float64=props["shader_float64"],
-    )
-
-
 def kompute():
     """The patched Kompute binding, pyfftgl._kp (tools/kp_patch.py): for diagnostics and the
     tests of its patches; BackendUnavailable, saying how to get it, where it is missing."""
@@ -236,7 +214,7 @@ class VulkanDevice(Device):
                 raise BackendUnavailable(f"PYFFTGL_VK_MAX_ALLOCATIONS={cap!r} is not a count")
             self.manager.memory_pool_limit(int(cap))
         self.timestamp_period = props["timestamp_period"]
-        self.driver_info = _driver_info(props)
+        self.driver_info = _vkinfo.driver_info(props)
         self._held: list[tuple[VkSubmission, tuple]] = []  # calls queued, not yet submitted
         # (reads, writes) of the dispatches queued since the last barrier, None where unknown (a
         # transfer or a call of other ops came last): what a call without its leading barrier
@@ -277,6 +255,7 @@ class VulkanDevice(Device):
 
     # Calls held back at most, while the GPU is busy, before they are submitted together.
     HOLD = 16
+    POOL = 32  # merged batches' sequences kept for a batch of the same ops to run again
     overlaps_calls = True
 
     def overlaps(self, sub: VkSubmission) -> bool:
@@ -310,13 +289,13 @@ class VulkanDevice(Device):
         done, or the host waits or flushes. Each submission leaves NVIDIA's GPU idle for a
         while (kp_patch.py, 11; docs/performance-log.md), which back-to-back calls would pay."""
         batches = self._batches
-        if batches and not batches[-1][0].is_done():  # the GPU is busy: held
-            self._held.append((sub, i))
-            if len(self._held) >= self.HOLD:
-                self._flush()
-            return
-        if batches:  # all done: free their ring slots (no wait)
-            self._await_batches()
+        if batches:
+            if not batches[-1][0].is_done():  # the GPU is busy: held
+                self._held.append((sub, i))
+                if len(self._held) >= self.HOLD:
+                    self._flush()
+                return
+            self._retire()  # all done: free their ring slots (no wait)
         self._held.append((sub, i))
         self._flush()  # the caller holds the lock, and Vulkan needs nothing current
 
@@ -353,7 +332,9 @@ class VulkanDevice(Device):
         for k in range(len(pool) - 1, -1, -1):
             if pool[k][0] == ops:
                 return pool.pop(k)[1], ops
-        seq = pool.pop(0)[1] if pool else self.manager.sequence()  # the least recently run
+        # the least recently run where the pool is full, else a new one: a loop's batches
+        # vary in length with the host's pace, and each length is its own sequence
+        seq = pool.pop(0)[1] if pool and len(pool) >= self.POOL else self.manager.sequence()
         self.recorded += 1
         seq.clear()
         for op in ops:
@@ -364,8 +345,16 @@ class VulkanDevice(Device):
         """Wait until ring slot i of `sub` has run, and everything submitted before it."""
         if (sub, i) in self._held:
             self._flush()
-        while self._batches:
-            seq, calls, ops = self._batches.popleft()
+        self._retire((sub, i))
+
+    def _retire(self, call: tuple | None = None) -> None:
+        """Wait for the submitted batches, oldest first, through the one holding `call` (a
+        (submission, slot); every batch where None: after the last one's fence has signalled,
+        one queue having run them in order, these waits return at once), and free their ring
+        slots."""
+        batches, pool = self._batches, self._batch_pool
+        while batches:
+            seq, calls, ops = batches.popleft()
             try:
                 seq.eval_await()
             except RuntimeError as e:
@@ -374,19 +363,14 @@ class VulkanDevice(Device):
                 for s, j in calls:
                     s.release(j)
                 if ops is not None:
-                    self._batch_pool.append((ops, seq))
-            if (sub, i) in calls:
+                    pool.append((ops, seq))
+            if call is not None and call in calls:
                 return
-
-    def _await_batches(self) -> None:
-        """Wait for every submitted batch: through the last one's last call."""
-        if self._batches:
-            self.wait_for(*self._batches[-1][1][-1])
 
     def wait_all(self) -> None:
         """Submit what is held and wait for everything submitted (the lock held)."""
         self._flush()
-        self._await_batches()
+        self._retire()
 
     def _finish(self):
         """Wait for every submission still running (before the host reads or writes memory)."""
