@@ -6,7 +6,8 @@
 //   second is one block's spectrum of n1 values, the same for every block (overlap-add).
 // STAGE_CMUL_DFT: the product of a spectrum (outer, ns1, inner) with the DFT along ns1 of a
 //   kernel's first n1 rows (outer, n1, inner), the rest zero: other[o, k, i] =
-//   sum over j < n1 of rows[o, j, i] W^(j k mod ns1), W^m the table's exp(-2 pi i m / ns1).
+//   sum over j < n1 of rows[o, j, i] W^(j k mod ns1), W^m the table's exp(-2 pi i m / ns1);
+//   an invocation per DFT_OUTPUTS values of k, n2 of them along ns1.
 // STAGE_BLOCKS: reals (outer, ns1, inner) -> (outer, n1, n2, inner), overlap-add's blocks:
 //   y[o, b, t, i] = x[o, b ns2 + t, i] for t < ns2 inside the input, else 0.
 // STAGE_OVERLAP_ADD: the reverse, the blocks' convolutions summed where they overlap and the
@@ -66,17 +67,34 @@ void main() {
     }
     dst[g] = acc;
 #elif defined(STAGE_CMUL_DFT)
+    // DFT_OUTPUTS neighbouring k of one (o, i) per invocation: each row read once for all of
+    // them (the rows are read by every k, so one k per invocation read them from L2 ns1 times)
     uint i = g % pc.inner, r = g / pc.inner;
-    uint k = r % pc.ns1, o = r / pc.ns1;
-    uint row = o * pc.n1 * pc.inner + i, m = 0u;
-    VEC2 acc = VEC2(0);
+    uint k0 = (r % pc.n2) * uint(DFT_OUTPUTS), o = r / pc.n2;
+    uint row = o * pc.n1 * pc.inner + i;
+    VEC2 acc[DFT_OUTPUTS];
+    uint m[DFT_OUTPUTS], step[DFT_OUTPUTS];
+    for (int t = 0; t < DFT_OUTPUTS; ++t) {
+        acc[t] = VEC2(0);
+        m[t] = 0u;
+        step[t] = min(k0 + uint(t), pc.ns1 - 1u);  // past the end: computed, never stored
+    }
     // j k reduced mod ns1 as it grows (k < ns1: one subtraction), so every root is a table's
     for (uint j = 0u; j < pc.n1; ++j) {
-        acc += cmul(other[row + j * pc.inner], roots[m]);
-        m += k;
-        if (m >= pc.ns1) m -= pc.ns1;
+        VEC2 x = other[row + j * pc.inner];
+        for (int t = 0; t < DFT_OUTPUTS; ++t) {
+            acc[t] += cmul(x, roots[m[t]]);
+            m[t] += step[t];
+            if (m[t] >= pc.ns1) m[t] -= pc.ns1;
+        }
     }
-    dst[g] = cmul(src[g], acc);
+    for (int t = 0; t < DFT_OUTPUTS; ++t) {
+        uint k = k0 + uint(t);
+        if (k < pc.ns1) {
+            uint e = (o * pc.ns1 + k) * pc.inner + i;
+            dst[e] = cmul(src[e], acc[t]);
+        }
+    }
 #elif defined(CMUL_PERIOD)
     dst[g] = cmul(src[g], other[g % pc.n1]);
 #else
