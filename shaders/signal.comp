@@ -7,7 +7,7 @@
 // STAGE_CMUL_DFT: the product of a spectrum (outer, ns1, inner) with the DFT along ns1 of a
 //   kernel's first n1 rows (outer, n1, inner), the rest zero: other[o, k, i] =
 //   sum over j < n1 of rows[o, j, i] W^(j k mod ns1), W^m the table's exp(-2 pi i m / ns1);
-//   an invocation per DFT_OUTPUTS values of k, n2 of them along ns1.
+//   n2 blocks of DFT_OUTPUTS values of k <= ns1 / 2 (and their mirrors ns1 - k) along ns1.
 // STAGE_BLOCKS: reals (outer, ns1, inner) -> (outer, n1, n2, inner), overlap-add's blocks:
 //   y[o, b, t, i] = x[o, b ns2 + t, i] for t < ns2 inside the input, else 0.
 // STAGE_OVERLAP_ADD: the reverse, the blocks' convolutions summed where they overlap and the
@@ -34,6 +34,7 @@ layout(std430, binding = 1) restrict writeonly buffer Dst { VEC2 dst[]; };
 layout(std430, binding = 2) restrict readonly buffer Other { VEC2 other[]; };
 #ifdef STAGE_CMUL_DFT
 layout(std430, binding = 3) restrict readonly buffer Roots { VEC2 roots[]; };
+shared VEC2 tile[DFT_ROWS_MAX * DFT_OUTPUTS];  // the block's roots, W^(j k) at j DFT_OUTPUTS + t
 #endif
 #else
 #error "define STAGE_WINDOW, STAGE_CMUL, STAGE_CMUL_DFT, STAGE_BLOCKS or STAGE_OVERLAP_ADD"
@@ -67,32 +68,43 @@ void main() {
     }
     dst[g] = acc;
 #elif defined(STAGE_CMUL_DFT)
-    // DFT_OUTPUTS neighbouring k of one (o, i) per invocation: each row read once for all of
-    // them (the rows are read by every k, so one k per invocation read them from L2 ns1 times)
-    uint i = g % pc.inner, r = g / pc.inner;
-    uint k0 = (r % pc.n2) * uint(DFT_OUTPUTS), o = r / pc.n2;
-    uint row = o * pc.n1 * pc.inner + i;
-    VEC2 acc[DFT_OUTPUTS];
-    uint m[DFT_OUTPUTS], step[DFT_OUTPUTS];
-    for (int t = 0; t < DFT_OUTPUTS; ++t) {
-        acc[t] = VEC2(0);
-        m[t] = 0u;
-        step[t] = min(k0 + uint(t), pc.ns1 - 1u);  // past the end: computed, never stored
+    // A workgroup per (o, block of DFT_OUTPUTS values k <= ns1 / 2, LOCAL values of i), each k
+    // with its mirror ns1 - k (whose roots are the conjugates): each row read once for all of
+    // them, the block's roots read once into shared memory for the workgroup.
+    uint chunks = (pc.inner + uint(LOCAL) - 1u) / uint(LOCAL);
+    uint wg = g / uint(LOCAL), i = (wg % chunks) * uint(LOCAL) + gl_LocalInvocationID.x;
+    uint r = wg / chunks, k0 = (r % pc.n2) * uint(DFT_OUTPUTS), o = r / pc.n2;
+    uint half_n = pc.ns1 / 2u;
+    for (uint q = gl_LocalInvocationID.x; q < pc.n1 * uint(DFT_OUTPUTS); q += uint(LOCAL)) {
+        uint j = q / uint(DFT_OUTPUTS), k = min(k0 + q % uint(DFT_OUTPUTS), half_n);
+        tile[q] = roots[(j * k) % pc.ns1];
     }
-    // j k reduced mod ns1 as it grows (k < ns1: one subtraction), so every root is a table's
+    barrier();
+    if (i >= pc.inner) return;
+    uint row = o * pc.n1 * pc.inner + i;
+    VEC2 up[DFT_OUTPUTS], down[DFT_OUTPUTS];
+    for (int t = 0; t < DFT_OUTPUTS; ++t) {
+        up[t] = VEC2(0);
+        down[t] = VEC2(0);
+    }
     for (uint j = 0u; j < pc.n1; ++j) {
         VEC2 x = other[row + j * pc.inner];
         for (int t = 0; t < DFT_OUTPUTS; ++t) {
-            acc[t] += cmul(x, roots[m[t]]);
-            m[t] += step[t];
-            if (m[t] >= pc.ns1) m[t] -= pc.ns1;
+            VEC2 w = tile[j * uint(DFT_OUTPUTS) + uint(t)];
+            REAL rr = x.x * w.x, ii = x.y * w.y, ri = x.x * w.y, ir = x.y * w.x;
+            up[t] += VEC2(rr - ii, ri + ir);
+            down[t] += VEC2(rr + ii, ir - ri);
         }
     }
     for (int t = 0; t < DFT_OUTPUTS; ++t) {
         uint k = k0 + uint(t);
-        if (k < pc.ns1) {
+        if (k <= half_n) {
             uint e = (o * pc.ns1 + k) * pc.inner + i;
-            dst[e] = cmul(src[e], acc[t]);
+            dst[e] = cmul(src[e], up[t]);
+            if (k != 0u && 2u * k != pc.ns1) {
+                e = (o * pc.ns1 + pc.ns1 - k) * pc.inner + i;
+                dst[e] = cmul(src[e], down[t]);
+            }
         }
     }
 #elif defined(CMUL_PERIOD)

@@ -139,6 +139,7 @@ def test_few_kernel_rows_summed_in_the_product(backend):
     cases = [((80, 33), (DFT_ROWS_MAX, 5), np.float32, None, True),
              ((80, 33), (DFT_ROWS_MAX + 1, 5), np.float32, None, False),
              ((45, 20), (9, 6), np.complex64, None, True), ((40, 21), (12, 5), np.float64, None, True),
+             ((33, 28), (3, 5), np.float32, None, True),
              ((30, 24, 3), (7, 5, 1), np.float32, (0, 1), True), ((26, 30), (2, 9), np.float32, None, True)]
     for ishape, kshape, dtype, axes, summed in cases:
         a, b = _data(rng, ishape, dtype), _data(rng, kshape, dtype)

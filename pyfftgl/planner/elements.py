@@ -59,25 +59,26 @@ def product_pass(count: int, precision: int, limits, period: int = 0) -> Element
                        precision)
 
 
-# The longest kernel whose rows' DFT along one axis product_dft_pass sums in place of an FFT pass:
-# 32 products per element cost less than writing and reading that axis' spectrum once more.
+# The longest kernel whose rows' DFT along one axis product_dft_pass sums in place of an FFT pass
+# (the pass's shared tile holds this many rows' roots).
 DFT_ROWS_MAX = 32
-DFT_OUTPUTS = 8  # values of the product per invocation of that pass (each row read once for all)
+DFT_OUTPUTS = 4  # values k of that pass per invocation, each with its mirror n - k
 
 
 def product_dft_pass(outer: int, n: int, rows: int, inner: int, precision: int,
                      limits) -> ElementPass:
     """The product of a spectrum of (outer, n, inner) complex values with the DFT along its
-    n-axis of a kernel's `rows` rows (outer, rows, inner), the kernel zero past them
-    (signal.comp's STAGE_CMUL_DFT): the kernel's last FFT pass summed where the product
-    reads it, from the n roots of unity (tables.twiddle_table(n)), DFT_OUTPUTS values along n
-    per invocation."""
-    blocks = -(-n // DFT_OUTPUTS)
+    n-axis of a kernel's `rows` (<= DFT_ROWS_MAX) rows (outer, rows, inner), the kernel zero
+    past them (signal.comp's STAGE_CMUL_DFT): the kernel's last FFT pass summed where the
+    product reads it, from the n roots of unity (tables.twiddle_table(n)). A workgroup per
+    (outer index, block of DFT_OUTPUTS values k <= n / 2, `local` values of the inner index)."""
+    local = local_size(limits)
+    blocks, chunks = -(-(n // 2 + 1) // DFT_OUTPUTS), -(-inner // local)
     push = dict(ns1=n, n1=rows, n2=blocks, inner=inner)
     values = {k: push.get(k, 0) for k in SIGNAL_PUSH[2:]}
-    return ElementPass("signal.comp", {"STAGE_CMUL_DFT": 1, "DFT_OUTPUTS": DFT_OUTPUTS},
-                       outer * blocks * inner, values, SIGNAL_PUSH, local_size(limits),
-                       precision, values_per_invocation=rows + 2 * DFT_OUTPUTS)
+    stage = {"STAGE_CMUL_DFT": 1, "DFT_OUTPUTS": DFT_OUTPUTS, "DFT_ROWS_MAX": DFT_ROWS_MAX}
+    return ElementPass("signal.comp", stage, outer * blocks * chunks * local, values, SIGNAL_PUSH,
+                       local, precision, values_per_invocation=rows + 4 * DFT_OUTPUTS)
 
 
 def blocks_pass(outer: int, n: int, blocks: int, step: int, length: int, inner: int,
