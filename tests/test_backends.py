@@ -46,6 +46,22 @@ def test_missing_vulkan_driver_says_why_and_how():
     assert "no Vulkan driver" in out.stdout and "mesa-vulkan-drivers" in out.stdout
 
 
+def test_a_program_exits_cleanly_with_calls_still_queued(backend):
+    """A script whose last calls are still running when it ends exits with status 0: the
+    library waits for queued work at exit. Without that, lavapipe's queue thread ran the calls
+    on freed buffers (a segmentation fault, status -11)."""
+    code = ("import numpy as np, pyfftgl\n"
+            f"be = {backend!r}\n"
+            "x = pyfftgl.asarray(np.ones((512, 512), np.complex64), backend=be)\n"
+            "p = pyfftgl.plan((512, 512), np.complex64, kind='fft2', backend=be)\n"
+            "o = p(x)\n"
+            "for _ in range(8):\n    p(x, out=o)\n"
+            "print('queued')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout == "queued\n", (out.returncode, out.stderr[-500:])
+
+
 def test_kp_tensor_round_trip_under_numpy2():
     # kp built against an old pybind11 returns zeros from Tensor.data() under numpy 2.
     from pyfftgl.backends.vulkan import kompute

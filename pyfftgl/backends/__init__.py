@@ -4,6 +4,7 @@
 benchmarks read device properties with: a documented internal, not part of the public API."""
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 
@@ -78,6 +79,17 @@ def forget(device: Device) -> None:
 
 
 on_device_lost(forget)  # first: a listener may already ask for the backend's new device
+
+
+@atexit.register
+def _finish_all() -> None:
+    """At exit, wait for the work queued on every open device: the driver would otherwise run
+    it while the interpreter frees its buffers (lavapipe crashed in its queue thread)."""
+    for dev in list(_devices.values()):
+        try:
+            dev.finish()
+        except DeviceError:  # a lost device: nothing more runs
+            pass
 
 
 def _after_fork_in_child() -> None:
