@@ -62,6 +62,26 @@ def test_a_program_exits_cleanly_with_calls_still_queued(backend):
     assert out.returncode == 0 and out.stdout == "queued\n", (out.returncode, out.stderr[-500:])
 
 
+def test_a_forked_child_exits_with_its_own_status(backend):
+    """A child forked after the parent used the GPU cannot use the parent's device (it says so),
+    and its exit must not tear that device down: lavapipe's vkDestroyDevice waited for the
+    parent's queue thread, so the child hung at exit."""
+    code = ("import os, sys, numpy as np, pyfftgl\n"
+            f"be = {backend!r}\n"
+            "x = pyfftgl.asarray(np.ones((64, 64), np.complex64), backend=be)\n"
+            "y = pyfftgl.fft2(x)\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    try:\n        pyfftgl.fft2(np.ones((4, 4)), backend=be)\n"
+            "    except pyfftgl.BackendUnavailable as e:\n        print('child:', e)\n"
+            "    del x, y\n    sys.exit(3)\n"
+            "print('child status', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert "child status 3" in out.stdout and "before this process was forked" in out.stdout
+
+
 def test_kp_tensor_round_trip_under_numpy2():
     # kp built against an old pybind11 returns zeros from Tensor.data() under numpy 2.
     from pyfftgl.backends.vulkan import kompute

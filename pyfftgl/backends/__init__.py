@@ -5,6 +5,7 @@ benchmarks read device properties with: a documented internal, not part of the p
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import threading
 
@@ -88,14 +89,17 @@ def _finish_all() -> None:
     for dev in list(_devices.values()):
         try:
             dev.finish()
-        except DeviceError:  # a lost device: nothing more runs
+        except Exception:  # best effort: a lost, forked-away or closed context runs nothing more
             pass
 
 
 def _after_fork_in_child() -> None:
     """A forked child cannot use the parent's GPU contexts (calls on them hang or fail, as CUDA's
-    do): its devices are unusable, and say why."""
+    do): its devices are unusable, and say why. Nor may it destroy them: the parent's devices
+    are kept alive for good (a deliberate leak), since lavapipe's vkDestroyDevice waits for the
+    parent's queue thread, which the child does not have, and the child's exit hung."""
     for name in list(_devices):
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(_devices[name]))
         del _devices[name]
         _errors[name] = BackendUnavailable(
             f"the {name} device was opened before this process was forked, and GPU contexts do "
