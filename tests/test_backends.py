@@ -62,10 +62,14 @@ def test_a_program_exits_cleanly_with_calls_still_queued(backend):
     assert out.returncode == 0 and out.stdout == "queued\n", (out.returncode, out.stderr[-500:])
 
 
-def test_a_forked_child_exits_with_its_own_status(backend):
+def test_a_forked_child_exits_with_its_own_status(backend, request):
     """A child forked after the parent used the GPU cannot use the parent's device (it says so),
     and its exit must not tear that device down: lavapipe's vkDestroyDevice waited for the
-    parent's queue thread, so the child hung at exit."""
+    parent's queue thread, so the child hung at exit. On NVIDIA's driver the Vulkan child still
+    dies at exit (docs/drivers.md, "Forked processes"): an expected failure there."""
+    if not get_device(backend).info.is_software:
+        request.applymarker(pytest.mark.xfail(reason="NVIDIA: a forked child's exit crashes in "
+                                              "the driver (docs/drivers.md)", strict=False))
     code = ("import os, sys, numpy as np, pyfftgl\n"
             f"be = {backend!r}\n"
             "x = pyfftgl.asarray(np.ones((64, 64), np.complex64), backend=be)\n"
