@@ -46,19 +46,26 @@ def test_missing_vulkan_driver_says_why_and_how():
     assert "no Vulkan driver" in out.stdout and "mesa-vulkan-drivers" in out.stdout
 
 
+def _script(backend, body: str, timeout: int) -> subprocess.CompletedProcess:
+    """A fresh Python process running `body` after pyfftgl's import and a 64^2 fft2 of device
+    array x (result y) on `backend` (be)."""
+    code = ("import os, sys, numpy as np, pyfftgl\n"
+            f"be = {backend!r}\n"
+            "x = pyfftgl.asarray(np.ones((64, 64), np.complex64), backend=be)\n"
+            "y = pyfftgl.fft2(x)\n" + body)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def test_a_program_exits_cleanly_with_calls_still_queued(backend):
     """A script whose last calls are still running when it ends exits with status 0: the
     library waits for queued work at exit. Without that, lavapipe's queue thread ran the calls
     on freed buffers (a segmentation fault, status -11)."""
-    code = ("import numpy as np, pyfftgl\n"
-            f"be = {backend!r}\n"
-            "x = pyfftgl.asarray(np.ones((512, 512), np.complex64), backend=be)\n"
-            "p = pyfftgl.plan((512, 512), np.complex64, kind='fft2', backend=be)\n"
-            "o = p(x)\n"
-            "for _ in range(8):\n    p(x, out=o)\n"
-            "print('queued')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
+    out = _script(backend, "x = pyfftgl.asarray(np.ones((512, 512), np.complex64), backend=be)\n"
+                  "p = pyfftgl.plan((512, 512), np.complex64, kind='fft2', backend=be)\n"
+                  "o = p(x)\n"
+                  "for _ in range(8):\n    p(x, out=o)\n"
+                  "print('queued')\n", timeout=300)
     assert out.returncode == 0 and out.stdout == "queued\n", (out.returncode, out.stderr[-500:])
 
 
@@ -70,18 +77,13 @@ def test_a_forked_child_exits_with_its_own_status(backend, request):
     if not get_device(backend).info.is_software:
         request.applymarker(pytest.mark.xfail(reason="NVIDIA: a forked child's exit crashes in "
                                               "the driver (docs/drivers.md)", strict=False))
-    code = ("import os, sys, numpy as np, pyfftgl\n"
-            f"be = {backend!r}\n"
-            "x = pyfftgl.asarray(np.ones((64, 64), np.complex64), backend=be)\n"
-            "y = pyfftgl.fft2(x)\n"
-            "pid = os.fork()\n"
-            "if pid == 0:\n"
-            "    try:\n        pyfftgl.fft2(np.ones((4, 4)), backend=be)\n"
-            "    except pyfftgl.BackendUnavailable as e:\n        print('child:', e)\n"
-            "    del x, y\n    sys.exit(3)\n"
-            "print('child status', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    out = _script(backend, "pid = os.fork()\n"
+                  "if pid == 0:\n"
+                  "    try:\n        pyfftgl.fft2(np.ones((4, 4)), backend=be)\n"
+                  "    except pyfftgl.BackendUnavailable as e:\n        print('child:', e)\n"
+                  "    del x, y\n    sys.exit(3)\n"
+                  "print('child status', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n",
+                  timeout=120)
     assert out.returncode == 0, out.stderr[-500:]
     assert "child status 3" in out.stdout and "before this process was forked" in out.stdout
 
