@@ -361,17 +361,18 @@ class ConvolvePlan(ConvolutionCalls):
         return product_dft_pass(math.prod(spec[:p]), f[p], self.kernel_fft[0],
                                 math.prod(spec[p + 1:]), lay.precision, self.device.info.limits)
 
-    def _kernel_spectrum(self, kernel) -> list:
+    def _kernel_spectrum(self, kernel, rows_only: bool = False) -> list:
         """The kernel's pad and forward FFT into the kernel spectrum: pruned (its rows' FFTs
-        along the other axes, then the outermost axis' over the whole spectrum) where
-        kernel_fft is set."""
+        along the other axes, then the outermost axis' over the whole spectrum, unless
+        `rows_only`: the DFT product sums it) where kernel_fft is set."""
         b = self.bufs
         pad = self._window("kernel", kernel, b["kpadded"])
         if not self.kernel_fft:
             return [pad, self.fft[0].flat_dispatches({"in": b["kpadded"], "out": b["kspectrum"]})]
         _, rows, outer = self.kernel_fft
-        return [pad, rows.flat_dispatches({"in": b["kpadded"], "out": b["krows"]}),
-                outer.flat_dispatches({"in": b["krows"], "out": b["kspectrum"]})]
+        chain = [pad, rows.flat_dispatches({"in": b["kpadded"], "out": b["krows"]})]
+        return chain if rows_only else chain + [
+            outer.flat_dispatches({"in": b["krows"], "out": b["kspectrum"]})]
 
     def _window(self, name, src, dst) -> list:
         shape, spans = self._windows[name]
@@ -390,7 +391,7 @@ class ConvolvePlan(ConvolutionCalls):
         b, (fwd, inv) = self.bufs, self.fft
         dft = self.dft_mul is not None and "kernel" in resources and "in" in resources
         if dft:  # the kernel's rows alone: the product sums their outermost axis' DFT
-            kernel = self._kernel_spectrum(resources["kernel"])[:2]
+            kernel = self._kernel_spectrum(resources["kernel"], rows_only=True)
             mul = element_dispatches(self.device, self.dft_mul,
                                      (b["spectrum"], b["product"], b["krows"], b["roots"]))
         else:

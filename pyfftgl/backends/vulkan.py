@@ -222,8 +222,8 @@ class VulkanDevice(Device):
         self._since_barrier: tuple[frozenset, frozenset] | None = None
         self.overlapped = 0  # calls queued without their leading barrier
         self.submissions = 0  # vkQueueSubmit calls made for calls queued (queue())
-        # (sequence whose fence ends it, its calls, whether the sequence is the pool's), oldest
-        # first
+        # (sequence whose fence ends it, its calls, the ops a merged batch recorded or None for
+        # a call's own sequence), oldest first
         self._batches: deque = deque()
         # (ops recorded, sequence) for merged calls (flush), no batch running: a batch of the
         # same ops in the same order runs the sequence again instead of recording it anew
