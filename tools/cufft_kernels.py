@@ -17,6 +17,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from pyfftgl.bench.timing import loop_us  # no device: the timing helpers alone
+
 CASES = [  # (name, shape, function)
     ("fft2 1024x1024", (1024, 1024), "fft2"),
     ("fft2 2048x2048", (2048, 2048), "fft2"),
@@ -48,7 +50,7 @@ def cufft_kernels(f, x, trace_path: Path) -> None:
 def pyfftgl_passes(fn: str, x, torch_us: float) -> None:
     """pyfftgl's Vulkan plan of the same transform: its loop against torch's, each pass alone."""
     import pyfftgl
-    from pyfftgl.bench.timing import loop_us, pass_ms
+    from pyfftgl.bench.timing import pass_ms
     from pyfftgl.bench.vkstats import kernel_statistics
     dev = pyfftgl.get_device("vulkan")
     host = x.cpu().numpy()
@@ -86,7 +88,6 @@ def main() -> None:
         print(f"== {name}")
         cufft_kernels(f, x, trace_path)
         if args.pyfftgl:
-            from pyfftgl.bench.timing import loop_us
             torch_us = loop_us(lambda: f(x), torch.cuda.synchronize)["us_per_call"]
             pyfftgl_passes(fn, x, torch_us)
 
